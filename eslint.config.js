@@ -1,0 +1,38 @@
+// Lint: type-aware TypeScript rules, camelCase file names, and the package boundaries of
+// STYLE.md §2 — `actor` and `core` share only `protocol`; `client` sees `protocol` types only.
+import tseslint from 'typescript-eslint';
+import unicorn from 'eslint-plugin-unicorn';
+
+const boundary = (forbidden, message) => ({
+  'no-restricted-imports': ['error', { patterns: forbidden.map((group) => ({ group: [group, `${group}/*`], message })) }],
+});
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**', 'test-results/**', 'bench-results/**'] },
+  ...tseslint.configs.recommended,
+  {
+    plugins: { unicorn },
+    rules: {
+      'unicorn/filename-case': ['error', { case: 'camelCase', ignore: ['^README\\.md$', '\\.d\\.mts$'] }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      'no-console': 'error',
+    },
+  },
+  {
+    files: ['packages/protocol/src/**'],
+    rules: boundary(['@mcpool/actor', '@mcpool/core', '@mcpool/client', '@modelcontextprotocol/sdk', 'xstate', 'pino'], 'protocol has no dependencies on other layers: it is the shared vocabulary.'),
+  },
+  {
+    files: ['packages/actor/src/**'],
+    rules: boundary(['@mcpool/core', '@mcpool/client'], 'actor and core share only @mcpool/protocol: put shared types and messages there.'),
+  },
+  {
+    files: ['packages/core/src/**'],
+    rules: boundary(['@mcpool/actor', '@mcpool/client', 'xstate'], 'core talks to actors only through @mcpool/protocol messages; it locates the worker entry with import.meta.resolve.'),
+  },
+  {
+    files: ['**/*.mjs', '**/*.js', 'test/**', 'packages/*/test/**', 'examples/**'],
+    rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
+  },
+);

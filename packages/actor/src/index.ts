@@ -1,0 +1,12 @@
+/**
+ * Everything here is public. The connection actor: its machine, and the transports it uses.
+ * The worker entry is `@mcpool/actor/worker` (compiled JS; Node 20 cannot run TS workers).
+ */
+export { connectionMachine, statusOf } from './connectionMachine.js';
+export type { ConnectionContext, ConnectionEvent, ConnectionHooks, ConnectionInput, ReconnectPolicy } from './connectionMachine.js';
+export { ProcessGroupStdioTransport, groupAlive, signalGroup } from './transports/processGroupStdioTransport.js';
+export type { ProcessGroupStdioOptions } from './transports/processGroupStdioTransport.js';
+export { SnapshotStore } from './snapshotStore.js';
+export { ServerConnection } from './serverConnection.js';
+export type { ListKind, Lists } from './serverConnection.js';
+

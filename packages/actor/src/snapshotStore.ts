@@ -1,0 +1,90 @@
+/**
+ * The actor's snapshot of its server's lists, and the refresh that `list_changed` triggers.
+ *
+ * Guards (seed §7.3, DESIGN §4): a refresh started under an older transport incarnation, or
+ * overtaken by a newer refresh of the same list, never overwrites; a failed list call keeps the
+ * old list; refreshes of one list are coalesced (one in flight, one more queued at most).
+ */
+import type { ServerSnapshot } from '@mcpool/protocol';
+import type { ListKind, Lists, ServerConnection } from './serverConnection.js';
+
+type Discover = Pick<ServerConnection, 'discover'>;
+
+export class SnapshotStore {
+  #snapshot: ServerSnapshot = {
+    generation: 0,
+    clientGeneration: 0,
+    tools: [],
+    prompts: [],
+    resources: [],
+    resourceTemplates: [],
+    serverInfo: undefined,
+    capabilities: {},
+    instructions: undefined,
+  };
+  readonly #started: Record<ListKind, number> = { tools: 0, prompts: 0, resources: 0 };
+  readonly #applied: Record<ListKind, number> = { tools: 0, prompts: 0, resources: 0 };
+  readonly #inFlight = new Map<ListKind, Promise<void>>();
+  readonly #queued = new Set<ListKind>();
+  readonly #onChange: (snapshot: ServerSnapshot) => void;
+
+  constructor(onChange: (snapshot: ServerSnapshot) => void) {
+    this.#onChange = onChange;
+  }
+
+  get snapshot(): ServerSnapshot {
+    return this.#snapshot;
+  }
+
+  /** A new transport incarnation: its discovered lists replace everything. */
+  reset(lists: Lists, clientGeneration: number, info: Pick<ServerSnapshot, 'serverInfo' | 'capabilities' | 'instructions'>): void {
+    this.#snapshot = { ...this.#snapshot, ...lists, ...info, clientGeneration, generation: this.#snapshot.generation + 1 };
+    this.#onChange(this.#snapshot);
+  }
+
+  /**
+   * Re-lists `kind` from `connection`. Resolves when this refresh (and any coalesced follow-up)
+   * is applied or dropped. Never rejects: a failed list keeps the previous one.
+   */
+  refresh(kind: ListKind, connection: Discover, clientGeneration: number): Promise<void> {
+    const running = this.#inFlight.get(kind);
+    if (running !== undefined) {
+      this.#queued.add(kind);
+      return running;
+    }
+    const run = this.#refreshOnce(kind, connection, clientGeneration).finally(() => {
+      this.#inFlight.delete(kind);
+      if (this.#queued.delete(kind)) void this.refresh(kind, connection, clientGeneration);
+    });
+    this.#inFlight.set(kind, run);
+    return run;
+  }
+
+  async #refreshOnce(kind: ListKind, connection: Discover, clientGeneration: number): Promise<void> {
+    const seq = ++this.#started[kind];
+    let lists: Partial<Lists>;
+    try {
+      lists = await connection.discover(kind);
+    } catch {
+      return;
+    }
+    this.apply(kind, lists, clientGeneration, seq);
+  }
+
+  /**
+   * Applies a list result if it is still current: same transport incarnation and no newer
+   * result of this list already applied. Returns whether it was applied.
+   */
+  apply(kind: ListKind, lists: Partial<Lists>, clientGeneration: number, seq: number): boolean {
+    if (clientGeneration !== this.#snapshot.clientGeneration || seq <= this.#applied[kind]) return false;
+    this.#applied[kind] = seq;
+    this.#snapshot = { ...this.#snapshot, ...lists, generation: this.#snapshot.generation + 1 };
+    this.#onChange(this.#snapshot);
+    return true;
+  }
+
+  /** Starts a sequence number for a list result obtained outside {@link refresh}. */
+  nextSeq(kind: ListKind): number {
+    return ++this.#started[kind];
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * The worker entry: one connection actor per worker thread.
+ *
+ * The thread boots, imports the SDK (the costly part, ~150 ms) and waits for `start`, so the
+ * supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
+ * channel per attached session; view traffic never passes through the supervisor.
+ * It never logs with console (relayed through the main thread, late); pino writes to fd 2.
+ */
+import { isMainThread, parentPort, threadId } from 'node:worker_threads';
+import { createActor, type Actor } from 'xstate';
+import { pino, type Logger } from 'pino';
+import {
+  ErrorCode,
+  MCPCallInterruptedError,
+  PoolError,
+  RpcChannel,
+  type ActorEvents,
+  type ActorStartArgs,
+  type ActorStartResult,
+  type AttachArgs,
+  type CallToolArgs,
+  type ControlOps,
+  type EntryStatus,
+  type RpcHandlerContext,
+  type ViewEvents,
+} from '@mcpool/protocol';
+import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
+import { ServerConnection } from './serverConnection.js';
+import { SnapshotStore } from './snapshotStore.js';
+
+if (isMainThread || parentPort === null) {
+  throw new Error('@mcpool/actor/worker must run in a worker thread');
+}
+const control = parentPort;
+
+let logger: Logger = pino({ level: 'info', base: { component: 'actor', threadId } }, pino.destination({ dest: 2, sync: false }));
+let args: ActorStartArgs | undefined;
+let machine: Actor<typeof connectionMachine> | undefined;
+let connection: ServerConnection | undefined;
+let clientGeneration = 0;
+let pgid: number | undefined;
+let lastStatus: EntryStatus | undefined;
+const views = new Map<string, RpcChannel>();
+const store = new SnapshotStore((snapshot) => broadcast('snapshot', snapshot));
+
+function emitControl<K extends keyof ActorEvents>(ev: K, data: ActorEvents[K]): void {
+  channel.emit(ev, data);
+}
+
+function broadcast<K extends keyof ViewEvents>(ev: K, data: ViewEvents[K]): void {
+  for (const view of views.values()) view.emit(ev, data);
+  // The supervisor hears connection changes too (pool events), but never snapshots.
+  if (ev === 'status') emitControl('connection', data as ViewEvents['status']);
+}
+
+function defaultReconnect(config: ActorStartArgs['config']): ReconnectPolicy {
+  return config.transport === 'stdio'
+    ? { attempts: 3, initialDelayMs: 500, maxDelayMs: 500, factor: 1 }
+    : { attempts: 5, initialDelayMs: 1000, maxDelayMs: 16_000, factor: 2 };
+}
+
+function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
+  if (machine !== undefined) throw new PoolError(ErrorCode.INTERNAL, 'actor already started');
+  args = startArgs;
+  logger = logger.child({ server: startArgs.serverName, entryIndex: startArgs.entryIndex });
+  logger.level = startArgs.logLevel;
+  const entryArgs = startArgs;
+  return new Promise<ActorStartResult>((resolve, reject) => {
+    machine = createActor(connectionMachine, {
+      input: {
+        args: entryArgs,
+        reconnect: entryArgs.reconnect ?? defaultReconnect(entryArgs.config),
+        hooks: {
+          open: (signal) =>
+            ServerConnection.open({
+              config: entryArgs.config,
+              shutdownStepMs: entryArgs.shutdownStepMs,
+              logger,
+              signal,
+              onSpawned: (pid) => {
+                pgid = pid;
+                emitControl('spawned', { pid, pgid: pid });
+              },
+            }),
+          connected: (conn, generation, reconnect) => {
+            connection = conn;
+            clientGeneration = generation;
+            store.reset(conn.lists, generation, {
+              serverInfo: conn.client.getServerVersion() as { name: string; version: string } | undefined,
+              capabilities: (conn.client.getServerCapabilities() ?? {}) as Record<string, unknown>,
+              instructions: conn.client.getInstructions(),
+            });
+            conn.onListChanged((kind) => {
+              if (connection === conn) void store.refresh(kind, conn, generation);
+            });
+            if (reconnect) {
+              logger.info({ clientGeneration: generation, pid: conn.pid }, 'reconnected');
+              broadcast('status', { status: 'reconnected', generation: store.snapshot.generation, clientGeneration: generation });
+            }
+          },
+          disconnected: (error) => {
+            logger.warn({ error }, 'transport lost');
+            connection = undefined;
+            broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
+          },
+          failed: (error) => {
+            logger.warn({ error }, 'connection failed');
+            connection = undefined;
+            broadcast('status', { status: 'failed', generation: store.snapshot.generation, clientGeneration, error });
+          },
+        },
+      },
+    });
+    let settled = false;
+    machine.subscribe({
+      next: (snapshot) => {
+        const status = statusOf(snapshot.value);
+        if (status !== lastStatus) {
+          lastStatus = status;
+          logger.debug({ status }, 'status');
+          const error = snapshot.context.lastError;
+          emitControl('status', { status, generation: store.snapshot.generation, ...(status === 'failed' && error ? { error } : {}) });
+        }
+        if (!settled && status === 'active') {
+          settled = true;
+          resolve({ snapshot: store.snapshot, pid: connection?.pid });
+        } else if (!settled && (status === 'failed' || status === 'closed')) {
+          settled = true;
+          reject(new PoolError(snapshot.context.lastError?.code ?? ErrorCode.SPAWN_FAILED, snapshot.context.lastError?.message ?? 'the server closed during spawn', snapshot.context.lastError?.data ? { data: snapshot.context.lastError.data } : {}));
+        }
+        if (snapshot.status === 'done') finish(snapshot.context.closeReason);
+      },
+      // Without an error observer xstate rethrows on a timer and the thread dies.
+      error: (error) => {
+        logger.error({ err: error }, 'machine error');
+        fatal(error);
+      },
+    });
+    machine.start();
+  });
+}
+
+function attach({ viewId, sessionId, port }: AttachArgs): { generation: number } {
+  const status = lastStatus;
+  if (status !== 'active' && status !== 'draining') {
+    port.close();
+    throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
+  }
+  const view = new RpcChannel(port, {
+    handler: (op, opArgs, ctx) => handleView(op, opArgs, ctx),
+    onClose: () => {
+      if (views.get(viewId) === view) views.delete(viewId);
+    },
+  });
+  views.set(viewId, view);
+  logger.debug({ viewId, sessionId }, 'view attached');
+  // Snapshot replay on attach (seed §7.2).
+  view.emit('snapshot', store.snapshot);
+  return { generation: store.snapshot.generation };
+}
+
+function liveConnection(): { conn: ServerConnection; generation: number } {
+  if (connection === undefined || connection.closed || (lastStatus !== 'active' && lastStatus !== 'draining')) {
+    const code = lastStatus === 'active' ? ErrorCode.NOT_CONNECTED : ErrorCode.ENTRY_CLOSING;
+    throw new PoolError(code, lastStatus === 'active' ? 'the server is reconnecting' : `the entry is ${lastStatus}`, { data: { serverName: args?.serverName, entryIndex: args?.entryIndex } });
+  }
+  return { conn: connection, generation: clientGeneration };
+}
+
+async function handleView(op: string, opArgs: unknown, ctx: RpcHandlerContext): Promise<unknown> {
+  const { conn, generation } = liveConnection();
+  const callArgs = opArgs as CallToolArgs & { uri?: string; arguments?: Record<string, unknown> };
+  const timeout = callArgs.timeoutMs ?? args!.callTimeoutMs;
+  let method: string;
+  let params: Record<string, unknown>;
+  switch (op) {
+    case 'callTool':
+      method = 'tools/call';
+      params = { name: callArgs.name, ...(callArgs.arguments ? { arguments: callArgs.arguments } : {}), ...(callArgs._meta ? { _meta: callArgs._meta } : {}) };
+      break;
+    case 'getPrompt':
+      method = 'prompts/get';
+      params = { name: callArgs.name, ...(callArgs.arguments ? { arguments: callArgs.arguments } : {}) };
+      break;
+    case 'readResource':
+      method = 'resources/read';
+      params = { uri: callArgs.uri };
+      break;
+    default:
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown view operation ${op}`);
+  }
+  try {
+    return await conn.request(method, params, {
+      signal: ctx.signal,
+      timeout,
+      ...(callArgs.wantProgress ? { onprogress: (progress) => ctx.progress(progress) } : {}),
+    });
+  } catch (error) {
+    throw mapCallError(error, ctx.signal, generation, timeout, conn);
+  }
+}
+
+function mapCallError(error: unknown, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError {
+  if (error instanceof PoolError) return error;
+  if (signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
+  if (error instanceof McpError) {
+    if (error.code === McpErrorCode.ConnectionClosed || conn.closed) {
+      return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
+        serverName: args!.serverName,
+        entryIndex: args!.entryIndex,
+        clientGeneration: generation,
+      });
+    }
+    if (error.code === McpErrorCode.RequestTimeout) {
+      return new PoolError(ErrorCode.CALL_TIMEOUT, `the call timed out after ${timeout} ms`, { data: { timeoutMs: timeout } });
+    }
+    return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
+  }
+  if (conn.closed) {
+    return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
+      serverName: args!.serverName,
+      entryIndex: args!.entryIndex,
+      clientGeneration: generation,
+    });
+  }
+  return new PoolError(ErrorCode.UPSTREAM_ERROR, (error as Error)?.message ?? String(error), { cause: error });
+}
+
+function setIdle(idle: boolean): { status: EntryStatus } {
+  machine?.send({ type: idle ? 'control.idle' : 'control.busy' });
+  return { status: lastStatus ?? 'spawning' };
+}
+
+let closeWaiters: (() => void)[] = [];
+let finished = false;
+
+function close(reason: string): Promise<void> {
+  if (finished) return Promise.resolve();
+  if (machine === undefined) {
+    finish(reason);
+    return Promise.resolve();
+  }
+  return new Promise<void>((resolve) => {
+    closeWaiters.push(resolve);
+    machine!.send({ type: 'control.close', reason });
+  });
+}
+
+function finish(reason: string): void {
+  if (finished) return;
+  finished = true;
+  for (const view of views.values()) view.close('the entry closed');
+  views.clear();
+  logger.info({ reason }, 'closed');
+  emitControl('closed', { reason });
+  for (const resolve of closeWaiters) resolve();
+  closeWaiters = [];
+  // Let the `close` reply go out, then stop listening so the thread can exit by itself.
+  setImmediate(() => {
+    machine?.stop();
+    channel.close('actor finished');
+    control.close();
+    logger.flush();
+  });
+}
+
+/** Last resort: kill the child's group now (no graceful steps), then end the thread. */
+function fatal(error: unknown): void {
+  try {
+    connection?.stdio?.killGroupNow();
+    if (pgid !== undefined) process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // the group may be gone already
+  }
+  logger.fatal({ err: error }, 'actor died');
+  logger.flush();
+  process.exit(1);
+}
+
+process.on('uncaughtException', fatal);
+process.on('unhandledRejection', fatal);
+
+const channel = new RpcChannel(control, {
+  ownsPort: false,
+  handler: (op, opArgs) => {
+    switch (op as keyof ControlOps) {
+      case 'start':
+        return start(opArgs as ActorStartArgs);
+      case 'attach':
+        return attach(opArgs as AttachArgs);
+      case 'detach': {
+        const { viewId } = opArgs as { viewId: string };
+        views.get(viewId)?.close('detached');
+        views.delete(viewId);
+        return undefined;
+      }
+      case 'setIdle':
+        return setIdle((opArgs as { idle: boolean }).idle);
+      case 'close':
+        return close((opArgs as { reason: string }).reason);
+      case 'ping':
+        return 'pong';
+      default:
+        throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown control operation ${op}`);
+    }
+  },
+});
+

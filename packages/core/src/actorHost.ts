@@ -1,0 +1,182 @@
+/**
+ * Hosts connection actors on worker threads: one raw `Worker` per pool entry, plus one warm spare
+ * that has already imported the SDK (~150 ms per isolate), so a cold acquire does not pay it.
+ *
+ * Why raw workers and not piscina: piscina's task model (call → result, cancel = kill the thread,
+ * FIFO queue that decides who waits) does not fit an addressable, long-lived actor, and its
+ * only gain here — warm start — comes as well from one spare (reference/architecture-prototype.md
+ * §2). The supervisor's budget decides who gets a thread; nothing ever queues.
+ *
+ * A worker's exit is watched: every pending control call rejects with `MCPOOL_ACTOR_DIED`, and
+ * the child's process group is killed, because children belong to the process, not the thread.
+ */
+import { Worker, type ResourceLimits } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { ErrorCode, PoolError, RpcChannel, type RpcRequestOptions } from '@mcpool/protocol';
+
+export interface ActorHostOptions {
+  /** The actor's worker entry (compiled JS). @default the `@mcpool/actor/worker` module */
+  workerUrl?: URL;
+  /** V8 limits per actor thread. @default { maxOldGenerationSizeMb: 128 } */
+  resourceLimits?: ResourceLimits;
+  /** Keep one booted spare thread. @default true */
+  warmSpare?: boolean;
+}
+
+export type ActorEventListener = (ev: string, data: unknown) => void;
+
+/** One actor thread, seen from the supervisor. */
+export class ActorHandle {
+  readonly worker: Worker;
+  readonly control: RpcChannel;
+  /** The child's pid and process group, once the actor reported them. */
+  pgid: number | undefined;
+  readonly exited: Promise<number>;
+  #exitCode: number | undefined;
+  #listeners = new Set<ActorEventListener>();
+  #exitListeners = new Set<(code: number, error: Error | undefined) => void>();
+  #lastError: Error | undefined;
+
+  constructor(worker: Worker) {
+    this.worker = worker;
+    this.control = new RpcChannel(worker, {
+      ownsPort: false,
+      onEvent: (ev, data) => {
+        if (ev === 'spawned') this.pgid = (data as { pgid: number }).pgid;
+        for (const listener of this.#listeners) {
+          try {
+            listener(ev, data);
+          } catch {
+            // one listener's failure must not stop the others
+          }
+        }
+      },
+    });
+    worker.on('error', (error) => {
+      this.#lastError = error;
+    });
+    this.exited = new Promise((resolve) => {
+      worker.once('exit', (code) => {
+        this.#exitCode = code;
+        const reason = new PoolError(ErrorCode.ACTOR_DIED, this.#lastError ? `the actor thread died: ${this.#lastError.message}` : `the actor thread exited with code ${code}`, {
+          data: { exitCode: code },
+          ...(this.#lastError ? { cause: this.#lastError } : {}),
+        });
+        this.control.fail(reason);
+        // The child outlives its thread: end its group whatever the exit was.
+        killGroup(this.pgid);
+        for (const listener of this.#exitListeners) listener(code, this.#lastError);
+        resolve(code);
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return this.#exitCode === undefined;
+  }
+
+  request<T>(op: string, args: unknown, options?: RpcRequestOptions): Promise<T> {
+    return this.control.request<T>(op, args, options);
+  }
+
+  onEvent(listener: ActorEventListener): void {
+    this.#listeners.add(listener);
+  }
+
+  onExit(listener: (code: number, error: Error | undefined) => void): void {
+    this.#exitListeners.add(listener);
+  }
+
+  /**
+   * Asks the actor to close (child tree ended gracefully), waits for the thread to exit, and
+   * falls back to `terminate()` plus a group SIGKILL past `timeoutMs`.
+   */
+  async shutdown(reason: string, timeoutMs: number): Promise<void> {
+    if (!this.alive) return;
+    this.worker.ref();
+    const closed = this.control.request('close', { reason }, { timeoutMs }).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs + 500);
+    });
+    const outcome = await Promise.race([closed.then(() => this.exited), deadline]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') await this.terminate();
+  }
+
+  /** Force-ends the thread and the child's group at once. */
+  async terminate(): Promise<void> {
+    killGroup(this.pgid);
+    if (!this.alive) return;
+    await this.worker.terminate();
+    await this.exited;
+  }
+}
+
+function killGroup(pgid: number | undefined): void {
+  if (pgid === undefined || pgid <= 1) return;
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+export class ActorHost {
+  readonly #workerPath: string;
+  readonly #resourceLimits: ResourceLimits;
+  readonly #warmSpare: boolean;
+  #spare: Worker | undefined;
+  #closed = false;
+  readonly #live = new Set<ActorHandle>();
+
+  constructor(options: ActorHostOptions = {}) {
+    const url = options.workerUrl ?? new URL(import.meta.resolve('@mcpool/actor/worker'));
+    this.#workerPath = fileURLToPath(url);
+    this.#resourceLimits = options.resourceLimits ?? { maxOldGenerationSizeMb: 128 };
+    this.#warmSpare = options.warmSpare ?? true;
+  }
+
+  /** Live actor threads (not counting the spare). */
+  get liveCount(): number {
+    return this.#live.size;
+  }
+
+  /** Starts the warm spare if none is ready. */
+  prewarm(): void {
+    if (this.#closed || !this.#warmSpare || this.#spare !== undefined) return;
+    const spare = this.#newWorker();
+    // An idle spare must not keep the process alive.
+    spare.unref();
+    spare.once('exit', () => {
+      if (this.#spare === spare) this.#spare = undefined;
+    });
+    this.#spare = spare;
+  }
+
+  /** A worker for a new actor: the warm spare when there is one, then a new spare is booted. */
+  create(): ActorHandle {
+    if (this.#closed) throw new PoolError(ErrorCode.POOL_DRAINING, 'the actor host is closed');
+    let worker = this.#spare;
+    this.#spare = undefined;
+    if (worker === undefined) worker = this.#newWorker();
+    worker.ref();
+    const handle = new ActorHandle(worker);
+    this.#live.add(handle);
+    void handle.exited.then(() => this.#live.delete(handle));
+    this.prewarm();
+    return handle;
+  }
+
+  /** Ends the spare and force-ends any actor still alive (callers shut actors down first). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const spare = this.#spare;
+    this.#spare = undefined;
+    await Promise.all([spare?.terminate(), ...[...this.#live].map((handle) => handle.terminate())]);
+  }
+
+  #newWorker(): Worker {
+    return new Worker(this.#workerPath, { resourceLimits: this.#resourceLimits, stderr: false, stdout: false });
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * Everything here is public: what an IDE extension or agent host imports to pool MCP servers.
+ */
+export { McpTransportPool } from './pool.js';
+export type {
+  DrainAllOptions,
+  DrainAllResult,
+  EntrySummary,
+  McpTransportPoolOptions,
+  PoolSnapshot,
+  ServerSnapshotSummary,
+} from './pool.js';
+export { PooledConnection } from './pooledConnection.js';
+export type { CallOptions, ConnectionStatus, PooledConnectionEvent, PooledConnectionEvents } from './pooledConnection.js';
+export { SessionFilter } from './sessionFilter.js';
+export type { SessionFields } from './sessionFilter.js';
+export { BUDGET_REARM_FRACTION, BUDGET_WARN_FRACTION, WorkspaceBudget } from './budget.js';
+export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
+export type { ActorHostOptions } from './actorHost.js';
+export {
+  ErrorCode,
+  MCPCallInterruptedError,
+  PoolError,
+  isWorkspaceScopedBudgetEvent,
+} from '@mcpool/protocol';
+export type { ConnectionId, PoolEvent, ServerConfig, SessionTool } from '@mcpool/protocol';

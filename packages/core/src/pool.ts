@@ -1,0 +1,583 @@
+/**
+ * `McpTransportPool`, the supervisor: fingerprint routing, refcounts and the reverse index by
+ * session, spawn de-duplication, the workspace budget, status aggregation and drainAll.
+ * It never proxies a call: each session's `PooledConnection` talks to the entry's actor directly.
+ *
+ * The acquire rules of DESIGN §4, with the races a real pool hit (pool-lessons §1.5, §1.10):
+ * - one spawn per key however many acquires race (the entry's `ready` promise is the in-flight
+ *   spawn); a failed spawn rejects every waiter, stores no entry, and gives back the budget slot
+ *   that the spawning acquire reserved (and no other);
+ * - the session is indexed before any await and re-checked after it, so a `releaseSession`
+ *   racing an acquire never leaks a ref;
+ * - terminal states are set synchronously; eviction is by identity, so an old entry's late
+ *   events cannot evict its replacement; an attach that races a closing entry gets a new entry.
+ */
+import { MessageChannel } from 'node:worker_threads';
+import { randomUUID } from 'node:crypto';
+import { pino, type Logger } from 'pino';
+import {
+  DEFAULT_POOLED_TRANSPORTS,
+  ErrorCode,
+  PoolError,
+  connectionIdOf,
+  fingerprint,
+  isPoolable,
+  normalizeServerConfig,
+  sessionFieldsOf,
+  type ActorEvents,
+  type ActorStartArgs,
+  type ActorStartResult,
+  type BudgetEvent,
+  type ConnectionId,
+  type EntryStatus,
+  type PoolEvent,
+  type ServerConfig,
+  type TransportKind,
+  type WireError,
+} from '@mcpool/protocol';
+import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
+import { WorkspaceBudget, type BudgetCell, type BudgetOptions } from './budget.js';
+import { PooledConnection } from './pooledConnection.js';
+import type { SessionFields } from './sessionFilter.js';
+
+export interface McpTransportPoolOptions {
+  /** How long an entry with no session stays warm. @default 30000 */
+  drainDelayMs?: number;
+  /** Hard idle cap from the first idle moment; not reset by attach/detach flapping. @default 300000 */
+  maxIdleMs?: number;
+  /** The workspace budget of live connections. @default { clientBudget: 50, mode: 'warn' } */
+  budget?: BudgetOptions;
+  /** Transports whose connections are shared. HTTP servers may keep per-connection state, so they are opt-in. @default ['stdio', 'websocket'] */
+  pooledTransports?: readonly TransportKind[];
+  /** Wall-clock limit on spawn + initialize + discovery. @default stdio 30000, npx/uvx-like commands 120000, remote 10000 */
+  spawnTimeoutMs?: number;
+  /** Default per-call timeout. @default 60000 */
+  callTimeoutMs?: number;
+  /** Budget of each child shutdown step (stdin end, SIGTERM). @default 2000 */
+  shutdownStepMs?: number;
+  /** pino logger; child loggers are made per layer. @default pino at 'warn' on stderr */
+  logger?: Logger;
+  /** Receives entry lifecycle and budget events. A throwing listener is logged, never fatal. */
+  onEvent?: (event: PoolEvent) => void;
+  /** Actor thread hosting. */
+  actorHost?: ActorHostOptions;
+}
+
+export interface DrainAllOptions {
+  /** Kill at once instead of the graceful stdin → SIGTERM → SIGKILL steps. @default false */
+  force?: boolean;
+  /** Deadline for the whole drain; what is still alive then is killed. @default 10000 */
+  timeoutMs?: number;
+}
+
+export interface DrainAllResult {
+  drained: number;
+  forced: number;
+  errors: WireError[];
+}
+
+export interface EntrySummary {
+  entryIndex: number;
+  refs: number;
+  status: EntryStatus;
+}
+
+export interface ServerSnapshotSummary {
+  name: string;
+  status: EntryStatus;
+  mcpStatus: 'CONNECTED' | 'CONNECTING' | 'DISCONNECTED';
+  entryCount: number;
+  entrySummary: EntrySummary[];
+}
+
+export interface PoolSnapshot {
+  servers: Record<string, ServerSnapshotSummary>;
+  budget: BudgetCell;
+  /** Live actor threads and the stdio child processes behind them. */
+  liveActors: number;
+}
+
+interface PoolEntry {
+  readonly id: ConnectionId;
+  readonly serverName: string;
+  readonly entryIndex: number;
+  readonly config: ServerConfig;
+  readonly pooled: boolean;
+  readonly handle: ActorHandle;
+  status: EntryStatus;
+  /** What the actor was last told: no refs (`true`) or some. */
+  idle: boolean;
+  views: Map<string, PooledConnection>;
+  ready: Promise<void>;
+  budgetHeld: boolean;
+  closing: Promise<void> | undefined;
+  lastError: WireError | undefined;
+}
+
+const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+const SPAWN_TIMEOUT_STDIO_MS = 30_000;
+const SPAWN_TIMEOUT_PACKAGE_RUNNER_MS = 120_000;
+const SPAWN_TIMEOUT_REMOTE_MS = 10_000;
+const SPAWN_TIMEOUT_MIN_MS = 100;
+const SPAWN_TIMEOUT_MAX_MS = 300_000;
+/** Extra time the supervisor gives an actor past its own spawn timeout before declaring it hung. */
+const ACTOR_SLACK_MS = 5_000;
+/** How many times an acquire retries when the entry it found was closing under it. */
+const ATTACH_ATTEMPTS = 3;
+
+/** Commands that may download a package before the server starts. */
+const PACKAGE_RUNNERS = /(^|[/\\])(npx|uvx|bunx|pnpx)(\.cmd|\.exe)?$/;
+
+export class McpTransportPool {
+  readonly #options: Required<Pick<McpTransportPoolOptions, 'drainDelayMs' | 'maxIdleMs' | 'callTimeoutMs' | 'shutdownStepMs'>> & {
+    spawnTimeoutMs: number | undefined;
+    pooledTransports: readonly TransportKind[];
+  };
+  readonly #logger: Logger;
+  readonly #onEvent: ((event: PoolEvent) => void) | undefined;
+  readonly #host: ActorHost;
+  readonly #budget: WorkspaceBudget;
+  readonly #entries = new Map<ConnectionId, PoolEntry>();
+  /** Reverse index: session → the entries it holds views on (and acquires under way). */
+  readonly #sessions = new Map<string, Set<PoolEntry>>();
+  /** Acquires under way per session; `releaseSession` cancels them. */
+  readonly #pending = new Map<string, Set<{ cancelled: boolean }>>();
+  readonly #viewEntry = new WeakMap<PooledConnection, PoolEntry>();
+  readonly #nextEntryIndex = new Map<string, number>();
+  #unpooledSeq = 0;
+  #draining = false;
+
+  constructor(options: McpTransportPoolOptions = {}) {
+    const positive = (name: string, value: number | undefined, fallback: number): number => {
+      if (value === undefined) return fallback;
+      if (!Number.isFinite(value) || value < 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.${name} must be a non-negative number, got ${value}`);
+      return value;
+    };
+    this.#options = {
+      drainDelayMs: positive('drainDelayMs', options.drainDelayMs, 30_000),
+      maxIdleMs: positive('maxIdleMs', options.maxIdleMs, 300_000),
+      callTimeoutMs: positive('callTimeoutMs', options.callTimeoutMs, DEFAULT_CALL_TIMEOUT_MS),
+      shutdownStepMs: positive('shutdownStepMs', options.shutdownStepMs, 2000),
+      spawnTimeoutMs: options.spawnTimeoutMs === undefined ? undefined : positive('spawnTimeoutMs', options.spawnTimeoutMs, 0),
+      pooledTransports: options.pooledTransports ?? DEFAULT_POOLED_TRANSPORTS,
+    };
+    this.#logger = (options.logger ?? pino({ level: 'warn' }, pino.destination(2))).child({ component: 'pool' });
+    this.#onEvent = options.onEvent;
+    this.#budget = new WorkspaceBudget(options.budget ?? {}, (event) => this.#emitBudget(event));
+    this.#host = new ActorHost(options.actorHost);
+    this.#host.prewarm();
+  }
+
+  /**
+   * Gives `sessionId` a view of the server `name` configured by `cfg`. Sessions whose configs have
+   * the same fingerprint share one entry (one process); per-session fields (`includeTools`,
+   * `excludeTools`, `trust`) shape only this session's view. A session that acquires the same
+   * entry twice gets the same view back.
+   *
+   * Rejects with `MCPOOL_POOL_DRAINING`, `MCPOOL_BUDGET_EXHAUSTED` (mode `enforce`),
+   * `MCPOOL_CONFIG_INVALID`, `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that
+   * spawn gets the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED`
+   * when `releaseSession(sessionId)` ran meanwhile.
+   */
+  async acquire(name: string, cfg: ServerConfig | Record<string, unknown>, sessionId: string): Promise<PooledConnection> {
+    this.#assertOpen();
+    if (typeof name !== 'string' || name.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'name must be a non-empty string');
+    if (typeof sessionId !== 'string' || sessionId.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'sessionId must be a non-empty string');
+    const config = normalizeServerConfig(cfg, { path: name }).config;
+    const fields = sessionFieldsOf(config);
+    const pooled = isPoolable(config, this.#options.pooledTransports);
+    const id = pooled ? connectionIdOf(name, fingerprint(config)) : connectionIdOf(name, `unpooled-${++this.#unpooledSeq}`);
+
+    const token = { cancelled: false };
+    let tokens = this.#pending.get(sessionId);
+    if (tokens === undefined) this.#pending.set(sessionId, (tokens = new Set()));
+    tokens.add(token);
+    try {
+      for (let attempt = 0; attempt < ATTACH_ATTEMPTS; attempt++) {
+        let entry = this.#entries.get(id);
+        if (entry !== undefined && isTerminal(entry.status)) {
+          this.#evict(entry);
+          entry = undefined;
+        }
+        entry ??= this.#spawn(name, id, config, pooled, sessionId);
+        const existing = entry.views.get(sessionId);
+        if (existing !== undefined) return await shareView(existing, fields);
+        // Index before the await: a releaseSession that runs meanwhile sees this acquire.
+        this.#index(sessionId, entry);
+        try {
+          await entry.ready;
+        } finally {
+          if (!entry.views.has(sessionId)) this.#unindex(sessionId, entry);
+        }
+        if (token.cancelled) {
+          this.#idleIfUnused(entry);
+          throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${sessionId} was released while acquiring ${name}`);
+        }
+        this.#assertOpen();
+        if (isTerminal(entry.status)) continue;
+        // Another acquire of this session attached while we waited: share its view.
+        const attached = entry.views.get(sessionId);
+        if (attached !== undefined) return await shareView(attached, fields);
+        try {
+          return await this.#attach(entry, sessionId, fields);
+        } catch (error) {
+          if (error instanceof PoolError && error.code === ErrorCode.ENTRY_CLOSING && !token.cancelled) {
+            this.#evict(entry);
+            continue;
+          }
+          throw error;
+        }
+      }
+      throw new PoolError(ErrorCode.SPAWN_FAILED, `${name}: the entry kept closing under ${ATTACH_ATTEMPTS} attaches`);
+    } finally {
+      tokens.delete(token);
+      if (tokens.size === 0 && this.#pending.get(sessionId) === tokens) this.#pending.delete(sessionId);
+    }
+  }
+
+  /** Releases one session's view of one entry. Unknown ids are ignored. */
+  async release(connectionId: ConnectionId | string, sessionId: string): Promise<void> {
+    for (const entry of this.#sessions.get(sessionId) ?? []) {
+      if (entry.id !== connectionId) continue;
+      const view = entry.views.get(sessionId);
+      if (view !== undefined) await this.#releaseView(view);
+    }
+  }
+
+  /** Releases everything `sessionId` holds and cancels its acquires under way. O(refs of that session). */
+  async releaseSession(sessionId: string): Promise<void> {
+    for (const token of this.#pending.get(sessionId) ?? []) token.cancelled = true;
+    const held = [...(this.#sessions.get(sessionId) ?? [])];
+    await Promise.all(
+      held.map((entry) => {
+        const view = entry.views.get(sessionId);
+        return view === undefined ? undefined : this.#releaseView(view);
+      }),
+    );
+  }
+
+  /** A fresh, plain snapshot: per server name, its entries with refs and status; the budget cell. */
+  getSnapshot(): PoolSnapshot {
+    const servers: Record<string, ServerSnapshotSummary> = {};
+    for (const entry of this.#entries.values()) {
+      const server = (servers[entry.serverName] ??= { name: entry.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
+      server.entryCount += 1;
+      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status });
+    }
+    for (const server of Object.values(servers)) {
+      server.entrySummary.sort((a, b) => a.entryIndex - b.entryIndex);
+      server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
+      server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
+    }
+    return { servers, budget: this.#budget.cell(), liveActors: this.#host.liveCount };
+  }
+
+  /**
+   * Refuses new acquires (`MCPOOL_POOL_DRAINING`), closes every entry in parallel and ends the
+   * actor threads. Entries still alive at the deadline are killed (thread and process group).
+   */
+  async drainAll(options: DrainAllOptions = {}): Promise<DrainAllResult> {
+    const { force = false, timeoutMs = 10_000 } = options;
+    this.#draining = true;
+    for (const tokens of this.#pending.values()) for (const token of tokens) token.cancelled = true;
+    const entries = [...this.#entries.values()];
+    const result: DrainAllResult = { drained: 0, forced: 0, errors: [] };
+    await Promise.all(
+      entries.map(async (entry) => {
+        // Spawns in flight end within the same deadline.
+        await withDeadline(entry.ready.catch(() => undefined), timeoutMs);
+        for (const view of entry.views.values()) view.dispose(new PoolError(ErrorCode.POOL_DRAINING, 'the pool is draining'));
+        entry.views.clear();
+        try {
+          if (force) {
+            await entry.handle.terminate();
+            result.forced += 1;
+          } else {
+            const graceful = await withDeadline(this.#closeEntry(entry, 'drainAll').then(() => true), timeoutMs);
+            if (graceful === true) result.drained += 1;
+            else {
+              await entry.handle.terminate();
+              result.forced += 1;
+            }
+          }
+        } catch (error) {
+          result.errors.push({ code: ErrorCode.INTERNAL, message: `${entry.serverName}#${entry.entryIndex}: ${(error as Error).message}` });
+        } finally {
+          this.#evict(entry);
+        }
+      }),
+    );
+    this.#sessions.clear();
+    await this.#host.close();
+    this.#budget.dispose();
+    return result;
+  }
+
+  /** Same as `drainAll()`; lets `await using pool = new McpTransportPool()` work. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#draining || this.#entries.size > 0) await this.drainAll();
+  }
+
+  #assertOpen(): void {
+    if (this.#draining) throw new PoolError(ErrorCode.POOL_DRAINING, 'the pool is draining and accepts no new acquire');
+  }
+
+  #spawnTimeoutFor(config: ServerConfig): number {
+    let timeout = this.#options.spawnTimeoutMs;
+    if (timeout === undefined) {
+      if (config.transport !== 'stdio') timeout = SPAWN_TIMEOUT_REMOTE_MS;
+      else if (PACKAGE_RUNNERS.test(config.command ?? '') || /^(pnpm|yarn)$/.test(config.command ?? '') && config.args?.[0] === 'dlx') {
+        timeout = SPAWN_TIMEOUT_PACKAGE_RUNNER_MS;
+      } else timeout = SPAWN_TIMEOUT_STDIO_MS;
+    }
+    return Math.min(SPAWN_TIMEOUT_MAX_MS, Math.max(SPAWN_TIMEOUT_MIN_MS, timeout));
+  }
+
+  /** Creates the entry and starts its actor. Synchronous up to the point the entry is visible. */
+  #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string): PoolEntry {
+    if (!this.#budget.tryReserve(name, sessionId)) {
+      throw new PoolError(ErrorCode.BUDGET_EXHAUSTED, `the workspace budget of ${this.#budget.clientBudget} live connections is used up; ${name} was refused`, {
+        data: { serverName: name, liveCount: this.#budget.liveCount, clientBudget: this.#budget.clientBudget },
+      });
+    }
+    const entryIndex = this.#nextEntryIndex.get(name) ?? 0;
+    this.#nextEntryIndex.set(name, entryIndex + 1);
+    const spawnTimeoutMs = this.#spawnTimeoutFor(config);
+    const handle = this.#host.create();
+    const entry: PoolEntry = {
+      id,
+      serverName: name,
+      entryIndex,
+      config,
+      pooled,
+      handle,
+      status: 'spawning',
+      idle: false,
+      views: new Map(),
+      ready: Promise.resolve(),
+      budgetHeld: true,
+      closing: undefined,
+      lastError: undefined,
+    };
+    this.#entries.set(id, entry);
+    const log = this.#logger.child({ server: name, entryIndex });
+    handle.onEvent((ev, data) => this.#onActorEvent(entry, ev, data));
+    handle.onExit((code) => this.#onActorExit(entry, code));
+    const args: ActorStartArgs = {
+      serverName: name,
+      entryIndex,
+      config,
+      spawnTimeoutMs,
+      callTimeoutMs: this.#options.callTimeoutMs,
+      drainDelayMs: this.#options.drainDelayMs,
+      maxIdleMs: this.#options.maxIdleMs,
+      shutdownStepMs: this.#options.shutdownStepMs,
+      logLevel: this.#logger.level,
+    };
+    const started = Date.now();
+    entry.ready = handle
+      .request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS })
+      .then((result) => {
+        if (entry.status === 'spawning') entry.status = 'active';
+        log.info({ pid: result.pid, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
+      })
+      .catch(async (error: unknown) => {
+        const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
+        entry.status = 'failed';
+        entry.lastError = failure.toWire();
+        this.#evict(entry);
+        log.warn({ code: failure.code, error: failure.message }, 'spawn failed');
+        await handle.shutdown('spawn failed', this.#options.shutdownStepMs * 2 + 1000);
+        throw failure;
+      });
+    return entry;
+  }
+
+  async #attach(entry: PoolEntry, sessionId: string, fields: SessionFields): Promise<PooledConnection> {
+    const { port1, port2 } = new MessageChannel();
+    const view = new PooledConnection({
+      id: entry.id,
+      serverName: entry.serverName,
+      entryIndex: entry.entryIndex,
+      sessionId,
+      port: port1,
+      fields,
+      callTimeoutMs: this.#options.callTimeoutMs,
+      onRelease: (released) => this.#releaseView(released),
+    });
+    this.#viewEntry.set(view, entry);
+    // Refs and index change synchronously, so the drain decision never sees a stale count.
+    entry.views.set(sessionId, view);
+    this.#index(sessionId, entry);
+    try {
+      if (entry.idle) {
+        entry.idle = false;
+        // Same channel as the attach below, so the actor leaves `draining` before it attaches.
+        void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
+      }
+      await entry.handle.request('attach', { viewId: randomUUID(), sessionId, port: port2 }, { transfer: [port2], timeoutMs: 10_000 });
+      await view.ready;
+      return view;
+    } catch (error) {
+      const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.INTERNAL, String(error), { cause: error });
+      if (entry.views.get(sessionId) === view) {
+        entry.views.delete(sessionId);
+        this.#unindex(sessionId, entry);
+        view.dispose(failure);
+        this.#idleIfUnused(entry);
+      }
+      throw failure;
+    }
+  }
+
+  async #releaseView(view: PooledConnection): Promise<void> {
+    const entry = this.#viewEntry.get(view);
+    if (entry === undefined) return;
+    view.dispose(new PoolError(ErrorCode.CONNECTION_RELEASED, `this connection to ${view.serverName} was released`));
+    if (entry.views.get(view.sessionId) !== view) return;
+    entry.views.delete(view.sessionId);
+    this.#unindex(view.sessionId, entry);
+    if (!entry.pooled) {
+      // Unpooled connections close at once on release.
+      if (entry.views.size === 0) await this.#closeEntry(entry, 'released');
+      return;
+    }
+    this.#idleIfUnused(entry);
+  }
+
+  /** refs 1 → 0: the actor starts its drain grace (or an unpooled entry closes). */
+  #idleIfUnused(entry: PoolEntry): void {
+    if (entry.views.size > 0 || entry.idle || isTerminal(entry.status) || entry.status === 'spawning') return;
+    if (!entry.pooled) {
+      void this.#closeEntry(entry, 'released');
+      return;
+    }
+    entry.idle = true;
+    void entry.handle.request('setIdle', { idle: true }).catch(() => undefined);
+  }
+
+  #closeEntry(entry: PoolEntry, reason: string): Promise<void> {
+    entry.closing ??= (async () => {
+      // Terminal state first, synchronously: no attach can reach this entry from now on.
+      if (!isTerminal(entry.status)) entry.status = 'closed';
+      this.#evict(entry);
+      await entry.handle.shutdown(reason, this.#options.shutdownStepMs * 2 + 2000);
+    })();
+    return entry.closing;
+  }
+
+  /** Removes an entry from routing, by identity, and gives back its budget slot once. */
+  #evict(entry: PoolEntry): void {
+    if (this.#entries.get(entry.id) === entry) this.#entries.delete(entry.id);
+    if (entry.budgetHeld) {
+      entry.budgetHeld = false;
+      this.#budget.release();
+    }
+  }
+
+  #onActorEvent(entry: PoolEntry, ev: string, data: unknown): void {
+    if (ev === 'status') {
+      const { status, error } = data as ActorEvents['status'];
+      if (entry.status === 'spawning' && status === 'active') return; // settled by `ready`
+      if (isTerminal(entry.status) && !isTerminal(status)) return;
+      entry.status = status;
+      if (status === 'closed') {
+        this.#evict(entry);
+        void entry.handle.shutdown('closed', this.#options.shutdownStepMs + 1000);
+      } else if (status === 'failed') {
+        entry.lastError = error;
+        this.#evict(entry);
+      }
+      return;
+    }
+    if (ev === 'connection') {
+      const payload = data as ActorEvents['connection'];
+      const base = { serverName: entry.serverName, entryIndex: entry.entryIndex, generation: payload.generation };
+      if (payload.status === 'disconnected') this.#emit({ ...base, type: 'disconnected', reason: payload.reason ?? 'transport_closed' });
+      else if (payload.status === 'reconnected') this.#emit({ ...base, type: 'reconnected', clientGeneration: payload.clientGeneration });
+      else {
+        const lastError = payload.error ?? { code: ErrorCode.SERVER_FAILED, message: 'failed' };
+        entry.lastError = lastError;
+        this.#emit({ ...base, type: 'failed', lastError });
+        for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
+        entry.views.clear();
+        void entry.handle.shutdown('failed', this.#options.shutdownStepMs * 2 + 1000);
+      }
+    }
+  }
+
+  #onActorExit(entry: PoolEntry, code: number): void {
+    if (entry.status === 'closed' || (entry.status === 'failed' && entry.views.size === 0)) {
+      this.#evict(entry);
+      return;
+    }
+    // The thread died under a live entry: its views' ports closed with it.
+    const lastError: WireError = { code: ErrorCode.ACTOR_DIED, message: `the actor of ${entry.serverName} died (exit code ${code})`, data: { exitCode: code } };
+    entry.status = 'failed';
+    entry.lastError = lastError;
+    this.#evict(entry);
+    for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
+    entry.views.clear();
+    this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, exitCode: code }, 'actor died');
+    this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, reason: 'actor_died' });
+    this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, lastError });
+  }
+
+  #index(sessionId: string, entry: PoolEntry): void {
+    let set = this.#sessions.get(sessionId);
+    if (set === undefined) this.#sessions.set(sessionId, (set = new Set()));
+    set.add(entry);
+  }
+
+  #unindex(sessionId: string, entry: PoolEntry): void {
+    const set = this.#sessions.get(sessionId);
+    if (set === undefined) return;
+    set.delete(entry);
+    if (set.size === 0) this.#sessions.delete(sessionId);
+  }
+
+  #emit(event: PoolEvent): void {
+    if (this.#onEvent === undefined) return;
+    try {
+      this.#onEvent(event);
+    } catch (error) {
+      this.#logger.error({ err: error, event: event.type }, 'onEvent listener threw');
+    }
+  }
+
+  #emitBudget(event: BudgetEvent): void {
+    this.#logger.warn({ event: event.type, liveCount: event.liveCount, clientBudget: event.clientBudget }, 'budget');
+    this.#emit(event);
+    // Workspace-scoped: every session hears it, once per view.
+    for (const entry of this.#entries.values()) for (const view of entry.views.values()) view.deliverBudgetEvent(event);
+  }
+}
+
+/** A second acquire by the same session gets its existing view, with the latest per-session fields. */
+async function shareView(view: PooledConnection, fields: SessionFields): Promise<PooledConnection> {
+  view.updateSessionFields(fields);
+  await view.ready;
+  return view;
+}
+
+function isTerminal(status: EntryStatus): boolean {
+  return status === 'closed' || status === 'failed';
+}
+
+/** Per name: any active entry makes it active, else draining, else spawning, else failed, else closed. */
+function aggregateStatus(statuses: EntryStatus[]): EntryStatus {
+  for (const status of ['active', 'draining', 'spawning', 'failed'] as const) if (statuses.includes(status)) return status;
+  return 'closed';
+}
+
+async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

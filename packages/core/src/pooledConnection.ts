@@ -1,0 +1,314 @@
+/**
+ * `PooledConnection`: one session's view of a pooled entry. It talks to the entry's actor over its
+ * own MessagePort, so calls never pass through the supervisor's logic. It applies the session's
+ * filter to every snapshot the actor pushes and enforces it on calls.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import {
+  ErrorCode,
+  PoolError,
+  RpcChannel,
+  errorFromWire,
+  type BudgetEvent,
+  type ConnectionId,
+  type EntryEvent,
+  type ProgressInfo,
+  type PromptInfo,
+  type ResourceInfo,
+  type ResourceTemplateInfo,
+  type ServerSnapshot,
+  type SessionTool,
+  type ViewEvents,
+} from '@mcpool/protocol';
+import { SessionFilter, type SessionFields } from './sessionFilter.js';
+
+export interface CallOptions {
+  /** Aborting sends `notifications/cancelled` upstream and rejects with `MCPOOL_CALL_CANCELLED`. */
+  signal?: AbortSignal;
+  /** Per-call timeout. @default the pool's `callTimeoutMs` (60000) */
+  timeoutMs?: number;
+  /** Progress of this call only; asking for it sets a progress token upstream. */
+  onProgress?: (progress: ProgressInfo) => void;
+}
+
+export type ConnectionStatus = 'connected' | 'disconnected' | 'failed' | 'released';
+
+/** Events a session can listen to, by name. */
+export interface PooledConnectionEvents {
+  toolsChanged: Extract<EntryEvent, { type: 'toolsChanged' }>;
+  promptsChanged: Extract<EntryEvent, { type: 'promptsChanged' }>;
+  resourcesChanged: Extract<EntryEvent, { type: 'resourcesChanged' }>;
+  disconnected: Extract<EntryEvent, { type: 'disconnected' }>;
+  reconnected: Extract<EntryEvent, { type: 'reconnected' }>;
+  failed: Extract<EntryEvent, { type: 'failed' }>;
+  budget: BudgetEvent;
+}
+
+export type PooledConnectionEvent = keyof PooledConnectionEvents;
+
+/** Extra time the view waits beyond a call's own timeout before it gives up on the actor. */
+const ACTOR_GRACE_MS = 2000;
+
+export interface PooledConnectionInit {
+  id: ConnectionId;
+  serverName: string;
+  entryIndex: number;
+  sessionId: string;
+  port: MessagePort;
+  fields: SessionFields;
+  callTimeoutMs: number;
+  /** Called by {@link PooledConnection.release}; the pool does the bookkeeping. */
+  onRelease: (view: PooledConnection) => Promise<void>;
+}
+
+export class PooledConnection {
+  readonly id: ConnectionId;
+  readonly serverName: string;
+  readonly entryIndex: number;
+  readonly sessionId: string;
+  #filter: SessionFilter;
+  #snapshot: ServerSnapshot | undefined;
+  #tools: SessionTool[] = [];
+  #prompts: PromptInfo[] = [];
+  #status: ConnectionStatus = 'connected';
+  #releaseError: PoolError | undefined;
+  readonly #channel: RpcChannel;
+  readonly #callTimeoutMs: number;
+  readonly #onRelease: PooledConnectionInit['onRelease'];
+  readonly #listeners = new Map<PooledConnectionEvent, Set<(event: never) => void>>();
+  readonly #ready: Promise<void>;
+  #resolveReady!: () => void;
+  #rejectReady!: (error: PoolError) => void;
+  #releasing: Promise<void> | undefined;
+
+  constructor(init: PooledConnectionInit) {
+    this.id = init.id;
+    this.serverName = init.serverName;
+    this.entryIndex = init.entryIndex;
+    this.sessionId = init.sessionId;
+    this.#filter = new SessionFilter(init.fields);
+    this.#callTimeoutMs = init.callTimeoutMs;
+    this.#onRelease = init.onRelease;
+    this.#ready = new Promise<void>((resolve, reject) => {
+      this.#resolveReady = resolve;
+      this.#rejectReady = reject;
+    });
+    // Nobody may be awaiting readiness (a release during acquire): never an unhandled rejection.
+    this.#ready.catch(() => undefined);
+    this.#channel = new RpcChannel(init.port, {
+      onEvent: (ev, data) => this.#onActorEvent(ev as keyof ViewEvents, data),
+      onClose: (reason) => this.#onChannelClose(reason),
+    });
+  }
+
+  /** Resolves once the first snapshot arrived (snapshot replay on attach). */
+  get ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  /** This session's tools: filtered, with its own trust. */
+  get tools(): SessionTool[] {
+    return this.#tools;
+  }
+
+  get prompts(): PromptInfo[] {
+    return this.#prompts;
+  }
+
+  get resources(): ResourceInfo[] {
+    return this.#snapshot?.resources ?? [];
+  }
+
+  get resourceTemplates(): ResourceTemplateInfo[] {
+    return this.#snapshot?.resourceTemplates ?? [];
+  }
+
+  /** The snapshot generation last applied. */
+  get generation(): number {
+    return this.#snapshot?.generation ?? 0;
+  }
+
+  /** The transport incarnation the snapshot came from. */
+  get clientGeneration(): number {
+    return this.#snapshot?.clientGeneration ?? 0;
+  }
+
+  get serverInfo(): ServerSnapshot['serverInfo'] {
+    return this.#snapshot?.serverInfo;
+  }
+
+  get capabilities(): Record<string, unknown> {
+    return this.#snapshot?.capabilities ?? {};
+  }
+
+  get instructions(): string | undefined {
+    return this.#snapshot?.instructions;
+  }
+
+  get status(): ConnectionStatus {
+    return this.#status;
+  }
+
+  /** Whether this session's filter lets `name` (a tool or prompt) through. */
+  allows(name: string): boolean {
+    return this.#filter.allows(name);
+  }
+
+  /**
+   * Calls a tool. The result is the server's, as received. Rejects with `MCPOOL_TOOL_NOT_ALLOWED`
+   * when the session's filter hides the tool (without reaching the server),
+   * `MCPCallInterruptedError` when the transport dies mid-call (never replayed),
+   * `MCPOOL_CALL_TIMEOUT`, `MCPOOL_CALL_CANCELLED`, or `MCPOOL_UPSTREAM_ERROR` for a JSON-RPC error.
+   */
+  callTool(name: string, args?: Record<string, unknown>, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    if (!this.#filter.allows(name)) {
+      return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `tool '${name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, tool: name } }));
+    }
+    return this.#call('callTool', { name, arguments: args, wantProgress: options.onProgress !== undefined }, options);
+  }
+
+  /** Gets a prompt; the same filter as tools applies. */
+  getPrompt(name: string, args?: Record<string, string>, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    if (!this.#filter.allows(name)) {
+      return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `prompt '${name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, prompt: name } }));
+    }
+    return this.#call('getPrompt', { name, arguments: args }, options);
+  }
+
+  readResource(uri: string, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.#call('readResource', { uri }, options);
+  }
+
+  #call(op: string, args: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
+    if (this.#releaseError) return Promise.reject(this.#releaseError);
+    const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
+    return this.#channel.request<Record<string, unknown>>(
+      op,
+      { ...args, timeoutMs },
+      {
+        signal: options.signal,
+        timeoutMs: timeoutMs + ACTOR_GRACE_MS,
+        onProgress: options.onProgress as ((data: unknown) => void) | undefined,
+      },
+    );
+  }
+
+  /** Listens to an event; returns a function that removes the listener. */
+  on<E extends PooledConnectionEvent>(event: E, listener: (payload: PooledConnectionEvents[E]) => void): () => void {
+    let set = this.#listeners.get(event);
+    if (set === undefined) this.#listeners.set(event, (set = new Set()));
+    set.add(listener as (event: never) => void);
+    return () => this.off(event, listener);
+  }
+
+  off<E extends PooledConnectionEvent>(event: E, listener: (payload: PooledConnectionEvents[E]) => void): void {
+    this.#listeners.get(event)?.delete(listener as (event: never) => void);
+  }
+
+  /** Gives this session's reference back to the pool. Idempotent. */
+  release(): Promise<void> {
+    this.#releasing ??= this.#onRelease(this);
+    return this.#releasing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** Re-applies new per-session fields to the current snapshot (no reconnect). */
+  updateSessionFields(fields: SessionFields): void {
+    this.#filter = new SessionFilter(fields);
+    if (this.#snapshot) this.#apply(this.#snapshot, true);
+  }
+
+  /** @internal Closes the port; the pool calls it on release and when the entry ends. */
+  dispose(reason: PoolError): void {
+    this.#releaseError ??= reason;
+    if (this.#status !== 'failed') this.#status = 'released';
+    this.#channel.fail(reason);
+    this.#rejectReady(reason);
+  }
+
+  /** @internal Budget events go to every session. */
+  deliverBudgetEvent(event: BudgetEvent): void {
+    this.#emit('budget', event);
+  }
+
+  #emit<E extends PooledConnectionEvent>(event: E, payload: PooledConnectionEvents[E]): void {
+    const set = this.#listeners.get(event);
+    if (set === undefined) return;
+    for (const listener of [...set]) {
+      try {
+        (listener as (payload: PooledConnectionEvents[E]) => void)(payload);
+      } catch {
+        // one listener's failure must not stop the others
+      }
+    }
+  }
+
+  #onActorEvent(ev: keyof ViewEvents, data: unknown): void {
+    if (ev === 'snapshot') {
+      this.#apply(data as ServerSnapshot, false);
+      return;
+    }
+    if (ev === 'status') {
+      const status = data as ViewEvents['status'];
+      const base = { serverName: this.serverName, entryIndex: this.entryIndex, generation: status.generation };
+      if (status.status === 'disconnected') {
+        this.#status = 'disconnected';
+        this.#emit('disconnected', { ...base, type: 'disconnected', reason: status.reason ?? 'transport_closed' });
+      } else if (status.status === 'reconnected') {
+        this.#status = 'connected';
+        this.#emit('reconnected', { ...base, type: 'reconnected', clientGeneration: status.clientGeneration });
+      } else {
+        this.#status = 'failed';
+        const lastError = status.error ?? { code: ErrorCode.SERVER_FAILED, message: 'the server failed' };
+        this.#releaseError = errorFromWire({ code: ErrorCode.SERVER_FAILED, message: `${this.serverName} failed: ${lastError.message}`, data: { lastError } });
+        this.#emit('failed', { ...base, type: 'failed', lastError });
+      }
+    }
+  }
+
+  #apply(snapshot: ServerSnapshot, force: boolean): void {
+    const previous = this.#snapshot;
+    // A stale snapshot never overwrites a newer one (seed §7.3).
+    if (!force && previous !== undefined && snapshot.generation <= previous.generation) return;
+    this.#snapshot = snapshot;
+    const tools = this.#filter.tools(snapshot.tools);
+    const prompts = this.#filter.prompts(snapshot.prompts);
+    const base = { serverName: this.serverName, entryIndex: this.entryIndex, generation: snapshot.generation };
+    const toolsChanged = previous === undefined || force || !sameList(previous.tools, snapshot.tools);
+    const promptsChanged = previous === undefined || force || !sameList(previous.prompts, snapshot.prompts);
+    const resourcesChanged =
+      previous === undefined || !sameList(previous.resources, snapshot.resources) || !sameList(previous.resourceTemplates, snapshot.resourceTemplates);
+    this.#tools = tools;
+    this.#prompts = prompts;
+    if (previous === undefined) {
+      this.#resolveReady();
+      return;
+    }
+    if (toolsChanged) this.#emit('toolsChanged', { ...base, type: 'toolsChanged', tools });
+    if (promptsChanged) this.#emit('promptsChanged', { ...base, type: 'promptsChanged', prompts });
+    if (resourcesChanged) this.#emit('resourcesChanged', { ...base, type: 'resourcesChanged', resources: snapshot.resources, resourceTemplates: snapshot.resourceTemplates });
+  }
+
+  #onChannelClose(reason: PoolError): void {
+    this.#rejectReady(reason);
+    if (this.#status === 'released' || this.#status === 'failed') return;
+    // The actor's end closed without a release: the entry ended under us.
+    this.#status = 'failed';
+    this.#releaseError ??=
+      reason.code === ErrorCode.PORT_CLOSED ? new PoolError(ErrorCode.SERVER_FAILED, `the connection to ${this.serverName} ended`, { cause: reason }) : reason;
+    this.#emit('failed', {
+      type: 'failed',
+      serverName: this.serverName,
+      entryIndex: this.entryIndex,
+      generation: this.generation,
+      lastError: this.#releaseError.toWire(),
+    });
+  }
+}
+
+function sameList(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,508 @@
+/**
+ * Server configuration: turns what users already write into one normalized {@link ServerConfig}.
+ *
+ * Accepted inputs: the `mcpServers` map of Claude Desktop / Claude Code / Cursor / Gemini CLI /
+ * Qwen Code, VS Code's `servers` map (`.vscode/mcp.json`) and `mcp.servers` (VS Code
+ * `settings.json`). Parsing is all-or-nothing: every problem in a document is collected into one
+ * {@link ConfigError}, and no half-parsed map is ever returned. Fields we do not know (real files
+ * carry `autoApprove`, `alwaysAllow`, `envFile`, ...) are dropped with a warning, never an error.
+ *
+ * Error and warning paths use one format: JavaScript accessor syntax rooted at the document,
+ * e.g. `mcpServers.github.args[1]` or `mcpServers["my server"].env.TOKEN`. Messages never echo
+ * values (env values, headers and URLs carry secrets); they name types, schemes and variables.
+ */
+import { z } from 'zod';
+import { ErrorCode, PoolError } from './errors.js';
+
+/** How the pool reaches a server. */
+export type TransportKind = 'stdio' | 'http' | 'sse' | 'websocket';
+
+/** OAuth settings of a remote server (Gemini CLI / Qwen Code `oauth` block). */
+export interface OAuthConfig {
+  enabled?: boolean;
+  clientId?: string;
+  clientSecret?: string;
+  scopes?: string[];
+  audiences?: string[];
+  redirectUri?: string;
+  authorizationUrl?: string;
+  tokenUrl?: string;
+  registrationUrl?: string;
+  tokenParamName?: string;
+}
+
+/**
+ * One normalized server entry. Absent fields are omitted (never present as `undefined`).
+ * Which fields define the shared connection and which are per-session is declared in
+ * `fingerprint.ts` (`HASHED_FIELDS`, `SESSION_FIELDS`).
+ */
+export interface ServerConfig {
+  transport: TransportKind;
+  command?: string;
+  args?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  url?: string;
+  httpUrl?: string;
+  headers?: Record<string, string>;
+  /** Per-request timeout in milliseconds. */
+  timeout?: number;
+  oauth?: OAuthConfig;
+  // Per-session fields: each session applies its own; they never split a pool entry.
+  includeTools?: string[];
+  excludeTools?: string[];
+  trust?: boolean;
+  description?: string;
+}
+
+/** One problem in a config: where, what was expected, and what was found (never the value itself). */
+export interface ConfigIssue {
+  path: string;
+  expected: string;
+  received: string;
+}
+
+/** Something ignored on purpose (unknown field, disabled server); parsing went on. */
+export interface ConfigWarning {
+  path: string;
+  message: string;
+}
+
+/** `data` of a {@link ConfigError}: `path`/`expected` are the first issue's; `issues` lists them all. */
+export type ConfigErrorData = {
+  file?: string;
+  path: string;
+  expected?: string;
+  issues: readonly ConfigIssue[];
+};
+
+/**
+ * A config is invalid (code `MCPOOL_CONFIG_INVALID`). The message names the file (when known),
+ * the JSON path and what was expected; with several issues it lists one per line.
+ */
+export class ConfigError extends PoolError {
+  override name = 'ConfigError';
+  declare readonly data: ConfigErrorData;
+
+  /** @param issues at least one issue. */
+  constructor(issues: readonly ConfigIssue[], file?: string) {
+    const first = issues[0] ?? { path: '', expected: 'a valid config', received: 'got an invalid one' };
+    const where = file === undefined ? '' : ` in ${file}`;
+    const message =
+      issues.length <= 1
+        ? `Invalid MCP server config${where} at ${formatIssue(first)}`
+        : `Invalid MCP server config${where}, ${issues.length} problems:\n${issues.map((i) => `- ${formatIssue(i)}`).join('\n')}`;
+    super(ErrorCode.CONFIG_INVALID, message, {
+      data: {
+        ...(file === undefined ? {} : { file }),
+        path: first.path,
+        expected: first.expected,
+        issues,
+      },
+    });
+  }
+}
+
+function formatIssue(issue: ConfigIssue): string {
+  return `${issue.path === '' ? '(root)' : issue.path}: expected ${issue.expected}, ${issue.received}`;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** Appends one key to a path: `a.b`, `a[0]`, `a["my server"]`. */
+function childPath(parent: string, key: PropertyKey): string {
+  if (typeof key === 'number') return `${parent}[${key}]`;
+  const name = String(key);
+  if (IDENTIFIER.test(name)) return parent === '' ? name : `${parent}.${name}`;
+  return `${parent}[${JSON.stringify(name)}]`;
+}
+
+/**
+ * Transport names as written by the various clients. `streamable-http`/`streamableHttp` are
+ * spellings of Streamable HTTP; `ws` is short for websocket.
+ */
+const TRANSPORT_ALIASES = {
+  stdio: 'stdio',
+  http: 'http',
+  'streamable-http': 'http',
+  streamableHttp: 'http',
+  sse: 'sse',
+  websocket: 'websocket',
+  ws: 'websocket',
+} as const satisfies Record<string, TransportKind>;
+type TransportName = keyof typeof TRANSPORT_ALIASES;
+
+const TRANSPORT_EXPECTED = `a transport (${Object.keys(TRANSPORT_ALIASES).join(' | ')})`;
+const transportName = z.enum(Object.keys(TRANSPORT_ALIASES) as [TransportName, ...TransportName[]]);
+const stringArray = z.array(z.string());
+// Numbers in `env` are rejected rather than coerced: JSON has already lost their spelling
+// (`1.10` arrives as 1.1, `1e3` as 1000), so a coerced value could silently differ from the file.
+const stringMap = z.record(z.string(), z.string());
+
+const oauthSchema = z.object({
+  enabled: z.boolean().optional(),
+  clientId: z.string().optional(),
+  clientSecret: z.string().optional(),
+  scopes: stringArray.optional(),
+  audiences: stringArray.optional(),
+  redirectUri: z.string().optional(),
+  authorizationUrl: z.string().optional(),
+  tokenUrl: z.string().optional(),
+  registrationUrl: z.string().optional(),
+  tokenParamName: z.string().optional(),
+});
+
+/**
+ * The zod schema of one raw server entry, before transport resolution and interpolation.
+ * Unknown keys are stripped (callers warn about them), not rejected: real files carry extras.
+ * Each field's `.describe()` text is the "expected ..." of its error messages.
+ */
+export const serverConfigSchema = z.object({
+  type: transportName.optional().describe(TRANSPORT_EXPECTED),
+  transport: transportName.optional().describe(TRANSPORT_EXPECTED),
+  command: z.string().min(1).optional().describe('a non-empty command string'),
+  args: stringArray.optional().describe('an array of strings'),
+  cwd: z.string().optional().describe('a directory path string'),
+  env: stringMap.optional().describe('an object of string values (quote numbers: "PORT": "8080")'),
+  url: z.string().optional().describe('a URL string'),
+  httpUrl: z.string().optional().describe('a URL string'),
+  headers: stringMap.optional().describe('an object of string header values'),
+  timeout: z.number().int().positive().optional().describe('a positive integer number of milliseconds'),
+  oauth: oauthSchema
+    .nullable()
+    .optional()
+    .describe('an OAuth object (enabled: boolean, scopes/audiences: string arrays, other fields: strings)'),
+  includeTools: stringArray.optional().describe('an array of tool names'),
+  excludeTools: stringArray.optional().describe('an array of tool names'),
+  trust: z.boolean().optional().describe('true or false'),
+  description: z.string().optional().describe('a string'),
+  disabled: z.boolean().optional().describe('true or false'),
+});
+
+type RawEntry = z.infer<typeof serverConfigSchema>;
+
+/** Every raw field {@link serverConfigSchema} knows, read from its shape. */
+export const KNOWN_CONFIG_FIELDS: readonly string[] = Object.freeze(Object.keys(serverConfigSchema.shape));
+const KNOWN_OAUTH_FIELDS: readonly string[] = Object.freeze(Object.keys(oauthSchema.shape));
+
+/** Fields that only make sense for one side; on the other they are dropped with a warning. */
+const STDIO_ONLY_FIELDS = ['args', 'cwd', 'env'] as const;
+const REMOTE_ONLY_FIELDS = ['headers', 'oauth'] as const;
+
+interface Findings {
+  issues: ConfigIssue[];
+  warnings: ConfigWarning[];
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/** Zod error map producing the "got ..." half of a {@link ConfigIssue}, without echoing values. */
+const describeReceived: z.core.$ZodErrorMap = (issue) => {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.expected === 'int' && typeof issue.input === 'number'
+        ? 'got a non-integer number'
+        : `got ${kindOf(issue.input)}`;
+    case 'too_small':
+      // Only `timeout` (not a secret) and `command` (the empty string) have a minimum.
+      return typeof issue.input === 'number' ? `got ${issue.input}` : 'got an empty string';
+    case 'invalid_value':
+      // Only transport names are enums; they are not secrets.
+      return `got ${JSON.stringify(issue.input)}`;
+    default:
+      return undefined;
+  }
+};
+
+function issueFromZod(issue: z.core.$ZodIssue, base: string): ConfigIssue {
+  const field = issue.path[0];
+  const schema = field === undefined ? undefined : (serverConfigSchema.shape as Record<PropertyKey, z.ZodType>)[field];
+  return {
+    path: issue.path.reduce<string>(childPath, base),
+    expected: schema?.description ?? 'a valid value',
+    received: issue.message,
+  };
+}
+
+const VARIABLE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * Replaces `${VAR}` and `${env:VAR}` in `value` with `env[VAR]` (an empty string is a value).
+ * Other `${...}` forms, such as VS Code's `${input:id}`, are left as written; replacements are
+ * not scanned again. There is no escape syntax.
+ *
+ * @param path JSON path of `value`, used in the error.
+ * @throws ConfigError naming each unset variable and `path`.
+ */
+export function interpolate(value: string, env: Record<string, string | undefined>, path: string): string {
+  const unset: string[] = [];
+  const result = value.replace(VARIABLE, (match, name: string) => {
+    // hasOwn: a plain-object env must not resolve `${constructor}` from its prototype.
+    const resolved = Object.hasOwn(env, name) ? env[name] : undefined;
+    if (resolved !== undefined) return resolved;
+    unset.push(name);
+    return match;
+  });
+  if (unset.length > 0) {
+    throw new ConfigError(
+      unset.map((name) => ({ path, expected: `environment variable ${name} to be set`, received: 'got unset' })),
+    );
+  }
+  return result;
+}
+
+/**
+ * Decides the transport. An explicit `type`/`transport` wins; otherwise `command` means stdio,
+ * `httpUrl` Streamable HTTP, a ws(s):// `url` websocket and any other `url` Streamable HTTP.
+ * Gemini CLI reads a bare `url` as legacy SSE: the pool serves that by falling back from
+ * Streamable HTTP to SSE itself, so one inference covers Gemini and Cursor alike.
+ */
+function resolveTransport(entry: RawEntry, path: string, found: Findings): TransportKind | undefined {
+  const push = (at: string, expected: string, received: string): void => {
+    found.issues.push({ path: at, expected, received });
+  };
+  const fromType = entry.type === undefined ? undefined : TRANSPORT_ALIASES[entry.type];
+  const fromTransport = entry.transport === undefined ? undefined : TRANSPORT_ALIASES[entry.transport];
+  if (fromType !== undefined && fromTransport !== undefined && fromType !== fromTransport) {
+    push(childPath(path, 'transport'), `the same transport as type (${fromType})`, `got ${JSON.stringify(entry.transport)}`);
+  }
+  if (entry.url !== undefined && entry.httpUrl !== undefined) {
+    push(path, 'only one of url and httpUrl', 'got both');
+  }
+  const remoteField = entry.httpUrl !== undefined ? 'httpUrl' : entry.url !== undefined ? 'url' : undefined;
+  if (entry.command !== undefined && remoteField !== undefined) {
+    push(path, 'either command (stdio) or url/httpUrl (remote) but not both', `got command and ${remoteField}`);
+    return undefined;
+  }
+
+  const inferred =
+    entry.command !== undefined
+      ? 'stdio'
+      : entry.httpUrl !== undefined
+        ? 'http'
+        : entry.url !== undefined
+          ? /^wss?:\/\//i.test(entry.url) ? 'websocket' : 'http'
+          : undefined;
+  const transport = fromType ?? fromTransport ?? inferred;
+  if (transport === undefined) {
+    push(path, 'command (stdio) or url/httpUrl (remote)', 'got neither');
+    return undefined;
+  }
+  if (transport === 'stdio' && entry.command === undefined) {
+    push(childPath(path, 'command'), 'a command, since transport is stdio', remoteField ? `got ${remoteField} instead` : 'got none');
+  }
+  if (transport !== 'stdio' && remoteField === undefined) {
+    push(childPath(path, 'url'), `a URL, since transport is ${transport}`, entry.command ? 'got command instead' : 'got none');
+  }
+  if (entry.httpUrl !== undefined && transport !== 'http') {
+    push(childPath(path, 'httpUrl'), `url, since httpUrl means Streamable HTTP and transport is ${transport}`, 'got httpUrl');
+  }
+  return transport;
+}
+
+function checkUrl(value: string, transport: TransportKind, path: string, found: Findings): void {
+  const websocket = transport === 'websocket';
+  const expected = websocket ? 'a ws:// or wss:// URL' : 'an http:// or https:// URL';
+  let protocol: string;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    found.issues.push({ path, expected, received: 'got an unparsable URL' });
+    return;
+  }
+  const allowed = websocket ? ['ws:', 'wss:'] : ['http:', 'https:'];
+  if (!allowed.includes(protocol)) found.issues.push({ path, expected, received: `got scheme "${protocol}"` });
+}
+
+function warnUnknown(raw: Record<string, unknown>, known: readonly string[], path: string, found: Findings): void {
+  for (const key of Object.keys(raw)) {
+    if (!known.includes(key)) found.warnings.push({ path: childPath(path, key), message: `unknown field "${key}" ignored` });
+  }
+}
+
+/** Drops `undefined` values so absent fields are really absent. */
+function compact<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** Validates and normalizes one entry into `found`; returns undefined when it has issues. */
+function normalizeEntry(
+  raw: unknown,
+  env: Record<string, string | undefined>,
+  path: string,
+  found: Findings,
+): ServerConfig | undefined {
+  if (!isPlainObject(raw)) {
+    found.issues.push({ path, expected: 'an object describing one server', received: `got ${kindOf(raw)}` });
+    return undefined;
+  }
+  const parsed = serverConfigSchema.safeParse(raw, { error: describeReceived });
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) found.issues.push(issueFromZod(issue, path));
+    return undefined;
+  }
+  const entry = parsed.data;
+  warnUnknown(raw, KNOWN_CONFIG_FIELDS, path, found);
+  if (isPlainObject(raw.oauth)) warnUnknown(raw.oauth, KNOWN_OAUTH_FIELDS, childPath(path, 'oauth'), found);
+
+  const before = found.issues.length;
+  const text = (value: string, at: string): string => {
+    try {
+      return interpolate(value, env, at);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      found.issues.push(...error.data.issues);
+      return value;
+    }
+  };
+  const textAt = (field: 'command' | 'cwd' | 'url' | 'httpUrl'): string | undefined => {
+    const value = entry[field];
+    return value === undefined ? undefined : text(value, childPath(path, field));
+  };
+  const mapAt = (field: 'env' | 'headers'): Record<string, string> | undefined => {
+    const map = entry[field];
+    const at = childPath(path, field);
+    return map && Object.fromEntries(Object.entries(map).map(([k, v]) => [k, text(v, childPath(at, k))]));
+  };
+
+  // URLs first: the transport of a `${VAR}` URL is inferred from its interpolated scheme.
+  const url = textAt('url');
+  const httpUrl = textAt('httpUrl');
+  const urlsInterpolated = found.issues.length === before;
+  const transport = resolveTransport({ ...entry, url, httpUrl }, path, found);
+  if (transport !== undefined && urlsInterpolated) {
+    if (url !== undefined) checkUrl(url, transport, childPath(path, 'url'), found);
+    if (httpUrl !== undefined) checkUrl(httpUrl, transport, childPath(path, 'httpUrl'), found);
+  }
+
+  // Dropping a field that does not apply keeps it from splitting the pool (it would be hashed)
+  // and keeps an unset `${VAR}` inside it from failing the whole file.
+  const ignored: readonly string[] =
+    transport === undefined ? [] : transport === 'stdio' ? REMOTE_ONLY_FIELDS : STDIO_ONLY_FIELDS;
+  const keep = (field: keyof RawEntry): boolean => {
+    if (!ignored.includes(field) || entry[field] == null) return true;
+    found.warnings.push({ path: childPath(path, field), message: `${field} does not apply to transport ${transport}; ignored` });
+    return false;
+  };
+
+  // Everything is interpolated even when the transport is unresolved, so one pass reports all issues.
+  const fields = {
+    command: textAt('command'),
+    args: keep('args') ? entry.args?.map((arg, i) => text(arg, childPath(childPath(path, 'args'), i))) : undefined,
+    cwd: keep('cwd') ? textAt('cwd') : undefined,
+    env: keep('env') ? mapAt('env') : undefined,
+    url,
+    httpUrl,
+    headers: keep('headers') ? mapAt('headers') : undefined,
+    timeout: entry.timeout,
+    oauth: keep('oauth') ? (entry.oauth ?? undefined) : undefined,
+    includeTools: entry.includeTools,
+    excludeTools: entry.excludeTools,
+    trust: entry.trust,
+    description: entry.description,
+  };
+  if (transport === undefined || found.issues.length > before) return undefined;
+  return compact({ transport, ...fields });
+}
+
+/** Throws the aggregate {@link ConfigError} if anything was found, else returns `value`. */
+function settle<T>(value: T | undefined, found: Findings, file: string | undefined): T {
+  if (value === undefined || found.issues.length > 0) throw new ConfigError(found.issues, file);
+  return value;
+}
+
+/** Options of {@link normalizeServerConfig} and {@link parseServersDocument}. */
+export interface ConfigParseOptions {
+  /** Variables for `${VAR}` interpolation. @default process.env */
+  env?: Record<string, string | undefined>;
+  /** File the config came from, named in errors. @default undefined (errors name no file) */
+  file?: string;
+}
+
+/** Options of {@link normalizeServerConfig}. */
+export interface NormalizeServerConfigOptions extends ConfigParseOptions {
+  /** JSON path of the entry inside its document, prefixed to issue paths. @default '' (the root) */
+  path?: string;
+}
+
+/**
+ * Validates one raw server entry, resolves its transport and interpolates its strings.
+ * `disabled` is accepted but only {@link parseServersDocument} acts on it.
+ *
+ * @throws ConfigError listing every problem in the entry.
+ */
+export function normalizeServerConfig(
+  raw: unknown,
+  opts: NormalizeServerConfigOptions = {},
+): { config: ServerConfig; warnings: ConfigWarning[] } {
+  const found: Findings = { issues: [], warnings: [] };
+  const config = normalizeEntry(raw, opts.env ?? process.env, opts.path ?? '', found);
+  return { config: settle(config, found, opts.file), warnings: found.warnings };
+}
+
+/** Where a document keeps its server map: Claude/Cursor/Gemini, VS Code mcp.json, VS Code settings. */
+function locateServers(doc: unknown, found: Findings): { map: Record<string, unknown>; path: string } | undefined {
+  const expected = 'an object with one of mcpServers, servers or mcp.servers';
+  if (!isPlainObject(doc)) {
+    found.issues.push({ path: '', expected, received: `got ${kindOf(doc)}` });
+    return undefined;
+  }
+  const candidates = (
+    [
+      ['mcpServers', doc.mcpServers],
+      ['servers', doc.servers],
+      ['mcp.servers', isPlainObject(doc.mcp) ? doc.mcp.servers : undefined],
+    ] as const
+  ).filter(([, map]) => map !== undefined);
+  const [candidate, ...others] = candidates;
+  if (candidate === undefined || others.length > 0) {
+    const received = candidate === undefined ? 'got none' : `got ${candidates.map(([p]) => p).join(' and ')}`;
+    found.issues.push({ path: '', expected, received });
+    return undefined;
+  }
+  const [path, map] = candidate;
+  if (!isPlainObject(map)) {
+    found.issues.push({ path, expected: 'an object mapping server names to server entries', received: `got ${kindOf(map)}` });
+    return undefined;
+  }
+  return { map, path };
+}
+
+/**
+ * Parses a whole config document: `{mcpServers: {...}}`, VS Code's `{servers: {...}}` or
+ * VS Code settings' `{mcp: {servers: {...}}}` (exactly one of them). Entries with
+ * `disabled: true` are skipped, unchecked, with a warning.
+ *
+ * @throws ConfigError listing every problem in the document; no partial map is returned.
+ */
+export function parseServersDocument(
+  doc: unknown,
+  opts: ConfigParseOptions = {},
+): { servers: Record<string, ServerConfig>; warnings: ConfigWarning[] } {
+  const found: Findings = { issues: [], warnings: [] };
+  const env = opts.env ?? process.env;
+  const located = locateServers(doc, found);
+  // A Map, then fromEntries: a server named "__proto__" must not become a prototype.
+  const servers = new Map<string, ServerConfig>();
+  for (const [name, raw] of Object.entries(located?.map ?? {})) {
+    const path = childPath(located?.path ?? '', name);
+    if (name.trim() === '') {
+      found.issues.push({ path, expected: 'a non-empty server name', received: 'got a blank name' });
+    } else if (isPlainObject(raw) && raw.disabled === true) {
+      found.warnings.push({ path, message: `server "${name}" is disabled; skipped` });
+    } else {
+      const config = normalizeEntry(raw, env, path, found);
+      if (config !== undefined) servers.set(name, config);
+    }
+  }
+  return { servers: settle(Object.fromEntries(servers), found, opts.file), warnings: found.warnings };
+}

@@ -1,0 +1,101 @@
+/**
+ * The messages that cross threads, carried by {@link RpcChannel}.
+ *
+ * Control channel (supervisor ⇄ actor, over the Worker / parentPort):
+ *   requests  supervisor → actor: {@link ControlOps}
+ *   events    actor → supervisor: {@link ActorEvents}
+ * View channel (PooledConnection ⇄ actor, one MessageChannel per session and entry):
+ *   requests  view → actor: {@link ViewOps}
+ *   events    actor → view: {@link ViewEvents}
+ */
+import type { ServerConfig } from './config.js';
+import type { WireError } from './errors.js';
+import type { DisconnectReason, EntryStatus, ServerSnapshot } from './events.js';
+
+/** What the supervisor hands an actor when it starts one. */
+export interface ActorStartArgs {
+  serverName: string;
+  entryIndex: number;
+  config: ServerConfig;
+  /** Wall-clock limit for spawn + connect + initialize + discovery. */
+  spawnTimeoutMs: number;
+  /** Default per-call timeout when a call gives none. */
+  callTimeoutMs: number;
+  /** How long a drained entry (no refs) stays warm before it closes. */
+  drainDelayMs: number;
+  /** Hard idle cap: measured from the first idle moment, not reset by attach/detach. */
+  maxIdleMs: number;
+  /** Per-step budget of the child shutdown: stdin end → wait → SIGTERM → wait → SIGKILL. */
+  shutdownStepMs: number;
+  /** pino level for the actor's logs. */
+  logLevel: string;
+  /** Reconnects after a transport loss. @default stdio: 3 tries 500 ms apart; remote: 5 tries, 1 s doubling to 16 s */
+  reconnect?: { attempts: number; initialDelayMs: number; maxDelayMs: number; factor: number } | undefined;
+}
+
+export interface ActorStartResult {
+  snapshot: ServerSnapshot;
+  pid: number | undefined;
+}
+
+export interface AttachArgs {
+  viewId: string;
+  sessionId: string;
+  /** The actor's end of the view channel (transferred). */
+  port: import('node:worker_threads').MessagePort;
+}
+
+export interface CloseArgs {
+  reason: string;
+}
+
+export interface ControlOps {
+  start: { args: ActorStartArgs; result: ActorStartResult };
+  attach: { args: AttachArgs; result: { generation: number } };
+  detach: { args: { viewId: string }; result: void };
+  /** refs fell to 0 (`idle: true`) or rose from 0 (`idle: false`). */
+  setIdle: { args: { idle: boolean }; result: { status: EntryStatus } };
+  close: { args: CloseArgs; result: void };
+  ping: { args: null; result: 'pong' };
+}
+
+export interface ActorEvents {
+  /** Sent right after the child process starts, before initialize. */
+  spawned: { pid: number; pgid: number };
+  /** The actor's machine changed state. */
+  status: { status: EntryStatus; generation: number; reason?: DisconnectReason | string; error?: WireError };
+  /** The connection was lost, came back, or failed (the same payload views get). */
+  connection: ViewEvents['status'];
+  /** The actor is closed and its child is gone; the worker exits next. */
+  closed: { reason: string };
+}
+
+/** Arguments of a tool call from a view. */
+export interface CallToolArgs {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+  timeoutMs?: number | undefined;
+  /** Ask the server for progress (sets a progress token upstream). */
+  wantProgress?: boolean | undefined;
+  _meta?: Record<string, unknown> | undefined;
+}
+
+export interface ViewOps {
+  callTool: { args: CallToolArgs; result: Record<string, unknown> };
+  getPrompt: { args: { name: string; arguments?: Record<string, string> | undefined; timeoutMs?: number | undefined }; result: Record<string, unknown> };
+  readResource: { args: { uri: string; timeoutMs?: number | undefined }; result: Record<string, unknown> };
+}
+
+/** Progress payload of a call, as the server sent it. */
+export interface ProgressInfo {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export interface ViewEvents {
+  /** A full snapshot; replayed on attach and sent after every change. */
+  snapshot: ServerSnapshot;
+  /** The connection status changed. */
+  status: { status: 'disconnected' | 'reconnected' | 'failed'; generation: number; clientGeneration: number; reason?: DisconnectReason; error?: WireError };
+}

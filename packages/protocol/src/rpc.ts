@@ -1,0 +1,249 @@
+/**
+ * A small typed request/response/event protocol over a MessagePort-like endpoint.
+ *
+ * Why not comlink: on Node 20 a comlink call hangs forever when the worker behind it dies, its
+ * `releaseProxy` never closes the port (4.4.2), and each subscription opens its own channel
+ * (see reference/architecture-prototype.md §3). This layer races every call against the port's
+ * `close`, an explicit {@link RpcChannel.fail} (the supervisor calls it on worker `exit`) and an
+ * optional timeout, and carries errors with their `code` and `data`.
+ *
+ * Messages:
+ *   `{k:'req', id, op, args}` → `{k:'res', id, ok:true, result}` | `{k:'res', id, ok:false, error}`
+ *   `{k:'ev', ev, data}` one-way events; `{k:'cancel', id}` aborts a request's handler signal;
+ *   `{k:'prog', id, data}` progress for request `id`, delivered to that request's caller only.
+ */
+import { ErrorCode, PoolError, errorFromWire, errorToWire, type WireError } from './errors.js';
+
+/** What both `MessagePort`, `Worker` and `parentPort` offer. */
+export interface RpcPort {
+  postMessage(message: unknown, transferList?: readonly Transferable[]): void;
+  on(event: 'message', listener: (message: unknown) => void): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  off(event: 'message', listener: (message: unknown) => void): unknown;
+  off(event: 'close', listener: () => void): unknown;
+}
+
+type Transferable = import('node:worker_threads').TransferListItem;
+
+/** The context a request handler gets. */
+export interface RpcHandlerContext {
+  /** Aborted when the caller cancels, times out, or the channel closes. */
+  signal: AbortSignal;
+  /** Sends a progress payload to this request's caller only. */
+  progress(data: unknown): void;
+}
+
+export type RpcHandler = (op: string, args: unknown, ctx: RpcHandlerContext) => unknown;
+
+export interface RpcRequestOptions {
+  /** Rejects with `MCPOOL_CALL_CANCELLED` and tells the other side to abort. */
+  signal?: AbortSignal | undefined;
+  /** Rejects with `MCPOOL_CALL_TIMEOUT` after this many ms and tells the other side to abort. @default none */
+  timeoutMs?: number | undefined;
+  /** Progress payloads the handler sends for this request. */
+  onProgress?: ((data: unknown) => void) | undefined;
+  /** Ports or buffers to transfer with the request. */
+  transfer?: readonly Transferable[] | undefined;
+}
+
+export interface RpcChannelOptions {
+  /** Answers requests from the other side. Without it, requests are refused. */
+  handler?: RpcHandler;
+  /** Receives one-way events from the other side. */
+  onEvent?: (ev: string, data: unknown) => void;
+  /** Called once when the channel closes (port close or {@link RpcChannel.fail}). */
+  onClose?: (reason: PoolError) => void;
+  /**
+   * Close the port when the channel closes. Turn off for a port the channel does not own
+   * (a worker's `parentPort`). @default true
+   */
+  ownsPort?: boolean;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: PoolError): void;
+  onProgress: ((data: unknown) => void) | undefined;
+  cleanup(): void;
+}
+
+type Incoming =
+  | { k: 'req'; id: number; op: string; args: unknown }
+  | { k: 'res'; id: number; ok: true; result: unknown }
+  | { k: 'res'; id: number; ok: false; error: WireError }
+  | { k: 'ev'; ev: string; data: unknown }
+  | { k: 'cancel'; id: number }
+  | { k: 'prog'; id: number; data: unknown };
+
+function isIncoming(message: unknown): message is Incoming {
+  return typeof message === 'object' && message !== null && typeof (message as { k?: unknown }).k === 'string';
+}
+
+/**
+ * One side of a channel. Both sides may send requests and events.
+ * After {@link close} or {@link fail}, every pending request is rejected and new ones reject at once
+ * (a `postMessage` on a closed port is silently dropped, so a closed flag is the only safe guard).
+ */
+export class RpcChannel {
+  readonly #port: RpcPort;
+  readonly #options: RpcChannelOptions;
+  readonly #pending = new Map<number, Pending>();
+  readonly #handling = new Map<number, AbortController>();
+  #nextId = 1;
+  #closed: PoolError | undefined;
+
+  constructor(port: RpcPort, options: RpcChannelOptions = {}) {
+    this.#port = port;
+    this.#options = options;
+    port.on('message', this.#onMessage);
+    port.on('close', this.#onPortClose);
+  }
+
+  get closed(): boolean {
+    return this.#closed !== undefined;
+  }
+
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /** Sends a request and resolves with the other side's result. */
+  request<T = unknown>(op: string, args: unknown, options: RpcRequestOptions = {}): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    const { signal, timeoutMs, onProgress, transfer } = options;
+    if (signal?.aborted) {
+      return Promise.reject(new PoolError(ErrorCode.CALL_CANCELLED, `${op} was cancelled before it was sent`));
+    }
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = (): void => {
+        this.#abandon(id, new PoolError(ErrorCode.CALL_CANCELLED, `${op} was cancelled`));
+      };
+      const cleanup = (): void => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, onProgress, cleanup });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          this.#abandon(id, new PoolError(ErrorCode.CALL_TIMEOUT, `${op} timed out after ${timeoutMs} ms`, { data: { timeoutMs } }));
+        }, timeoutMs);
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#post({ k: 'req', id, op, args }, transfer);
+    });
+  }
+
+  /** Sends a one-way event. Dropped (returns false) once the channel is closed. */
+  emit(ev: string, data: unknown, transfer?: readonly Transferable[]): boolean {
+    if (this.#closed) return false;
+    this.#post({ k: 'ev', ev, data }, transfer);
+    return true;
+  }
+
+  /**
+   * Closes the channel: rejects everything pending with `reason`, aborts running handlers and
+   * stops listening. The port itself is closed too when it has a `close` method (MessagePort).
+   */
+  fail(reason: PoolError): void {
+    if (this.#closed) return;
+    this.#closed = reason;
+    this.#port.off('message', this.#onMessage);
+    this.#port.off('close', this.#onPortClose);
+    for (const [id, pending] of this.#pending) {
+      this.#pending.delete(id);
+      pending.cleanup();
+      pending.reject(reason);
+    }
+    for (const controller of this.#handling.values()) controller.abort(reason);
+    this.#handling.clear();
+    const closable = this.#port as { close?: () => void };
+    if (this.#options.ownsPort !== false && typeof closable.close === 'function') closable.close();
+    this.#options.onClose?.(reason);
+  }
+
+  /** Closes the channel normally. */
+  close(message = 'channel closed'): void {
+    this.fail(new PoolError(ErrorCode.PORT_CLOSED, message));
+  }
+
+  #post(message: Incoming, transfer?: readonly Transferable[]): void {
+    try {
+      this.#port.postMessage(message, transfer);
+    } catch (error) {
+      // A payload that cannot be cloned must fail its own request, never the channel.
+      if (message.k === 'req') {
+        this.#settle(message.id, (p) => p.reject(new PoolError(ErrorCode.INVALID_ARGUMENT, `cannot send ${message.op}: ${(error as Error).message}`)));
+      } else if (message.k === 'res' && message.ok) {
+        this.#port.postMessage({ k: 'res', id: message.id, ok: false, error: errorToWire(error) });
+      } else {
+        throw error;
+      }
+    }
+  }
+
+  #abandon(id: number, error: PoolError): void {
+    if (!this.#pending.has(id)) return;
+    this.#settle(id, (p) => p.reject(error));
+    if (!this.#closed) this.#post({ k: 'cancel', id });
+  }
+
+  #settle(id: number, action: (pending: Pending) => void): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    pending.cleanup();
+    action(pending);
+  }
+
+  readonly #onPortClose = (): void => {
+    this.fail(new PoolError(ErrorCode.PORT_CLOSED, 'the other side closed the channel'));
+  };
+
+  readonly #onMessage = (message: unknown): void => {
+    if (!isIncoming(message)) return;
+    switch (message.k) {
+      case 'res':
+        if (message.ok) this.#settle(message.id, (p) => p.resolve(message.result));
+        else this.#settle(message.id, (p) => p.reject(errorFromWire(message.error)));
+        return;
+      case 'prog':
+        this.#pending.get(message.id)?.onProgress?.(message.data);
+        return;
+      case 'ev':
+        this.#options.onEvent?.(message.ev, message.data);
+        return;
+      case 'cancel':
+        this.#handling.get(message.id)?.abort(new PoolError(ErrorCode.CALL_CANCELLED, 'cancelled by the caller'));
+        return;
+      case 'req':
+        void this.#handle(message.id, message.op, message.args);
+        return;
+    }
+  };
+
+  async #handle(id: number, op: string, args: unknown): Promise<void> {
+    const handler = this.#options.handler;
+    if (handler === undefined) {
+      this.#post({ k: 'res', id, ok: false, error: { code: ErrorCode.INTERNAL, message: `no handler for ${op}` } });
+      return;
+    }
+    const controller = new AbortController();
+    this.#handling.set(id, controller);
+    const ctx: RpcHandlerContext = {
+      signal: controller.signal,
+      progress: (data) => {
+        if (!this.#closed && !controller.signal.aborted) this.#post({ k: 'prog', id, data });
+      },
+    };
+    try {
+      const result = await handler(op, args, ctx);
+      if (!this.#closed) this.#post({ k: 'res', id, ok: true, result });
+    } catch (error) {
+      if (!this.#closed) this.#post({ k: 'res', id, ok: false, error: errorToWire(error) });
+    } finally {
+      this.#handling.delete(id);
+    }
+  }
+}

@@ -1,0 +1,381 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  KNOWN_CONFIG_FIELDS,
+  interpolate,
+  normalizeServerConfig,
+  parseServersDocument,
+  serverConfigSchema,
+} from '../src/config.js';
+import { ErrorCode, PoolError } from '../src/errors.js';
+
+const env = { TOKEN: 'secret-token', HOME: '/home/me', HOST: 'api.example.com' };
+
+/** Runs `fn`, expecting a ConfigError, and returns it. */
+function configErrorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toBeInstanceOf(PoolError);
+    expect((error as ConfigError).code).toBe(ErrorCode.CONFIG_INVALID);
+    return error as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('client formats', () => {
+  it('reads Claude Desktop stdio entries', () => {
+    const { servers, warnings } = parseServersDocument(
+      {
+        mcpServers: {
+          filesystem: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] },
+          github: { command: 'docker', args: ['run', '-i', 'ghcr.io/github/github-mcp-server'], env: { GITHUB_TOKEN: 'x' } },
+        },
+      },
+      { env },
+    );
+    expect(warnings).toEqual([]);
+    expect(servers).toEqual({
+      filesystem: { transport: 'stdio', command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'] },
+      github: {
+        transport: 'stdio',
+        command: 'docker',
+        args: ['run', '-i', 'ghcr.io/github/github-mcp-server'],
+        env: { GITHUB_TOKEN: 'x' },
+      },
+    });
+  });
+
+  it('reads Claude Code http and sse entries with headers', () => {
+    const { servers } = parseServersDocument(
+      {
+        mcpServers: {
+          api: { type: 'http', url: 'https://api.example.com/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } },
+          legacy: { type: 'sse', url: 'https://api.example.com/sse' },
+        },
+      },
+      { env },
+    );
+    expect(servers.api).toEqual({
+      transport: 'http',
+      url: 'https://api.example.com/mcp',
+      headers: { Authorization: 'Bearer secret-token' },
+    });
+    expect(servers.legacy).toEqual({ transport: 'sse', url: 'https://api.example.com/sse' });
+  });
+
+  it('reads a Cursor url with no type as Streamable HTTP', () => {
+    const { servers } = parseServersDocument({ mcpServers: { remote: { url: 'https://mcp.example.com/mcp' } } }, { env });
+    expect(servers.remote).toEqual({ transport: 'http', url: 'https://mcp.example.com/mcp' });
+  });
+
+  it('reads Gemini CLI entries: httpUrl, url, cwd, timeout, trust, tool filters, oauth', () => {
+    const { servers, warnings } = parseServersDocument(
+      {
+        mcpServers: {
+          streamed: { httpUrl: 'https://mcp.example.com/mcp', timeout: 5000, oauth: { enabled: true, scopes: ['read'] } },
+          // Gemini means SSE by `url`; we try Streamable HTTP and the pool falls back to SSE.
+          sse: { url: 'https://mcp.example.com/sse' },
+          local: {
+            command: 'python',
+            args: ['-m', 'server'],
+            cwd: './srv',
+            timeout: 30000,
+            trust: true,
+            includeTools: ['search', 'fetch'],
+            excludeTools: ['delete'],
+            description: 'local tools',
+          },
+        },
+      },
+      { env },
+    );
+    expect(warnings).toEqual([]);
+    expect(servers.streamed).toEqual({
+      transport: 'http',
+      httpUrl: 'https://mcp.example.com/mcp',
+      timeout: 5000,
+      oauth: { enabled: true, scopes: ['read'] },
+    });
+    expect(servers.sse).toEqual({ transport: 'http', url: 'https://mcp.example.com/sse' });
+    expect(servers.local).toEqual({
+      transport: 'stdio',
+      command: 'python',
+      args: ['-m', 'server'],
+      cwd: './srv',
+      timeout: 30000,
+      trust: true,
+      includeTools: ['search', 'fetch'],
+      excludeTools: ['delete'],
+      description: 'local tools',
+    });
+  });
+
+  it('reads VS Code mcp.json `servers` with type and the transport alias', () => {
+    const { servers } = parseServersDocument(
+      {
+        inputs: [{ type: 'promptString', id: 'key' }],
+        servers: {
+          fetch: { type: 'stdio', command: 'uvx', args: ['mcp-server-fetch'] },
+          remote: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { 'X-Key': '${input:key}' } },
+          aliased: { transport: 'streamable-http', url: 'https://mcp.example.com/a' },
+          camel: { type: 'streamableHttp', url: 'https://mcp.example.com/b' },
+        },
+      },
+      { env },
+    );
+    expect(servers.fetch).toEqual({ transport: 'stdio', command: 'uvx', args: ['mcp-server-fetch'] });
+    // VS Code's own `${input:...}` is not ours to resolve.
+    expect(servers.remote?.headers).toEqual({ 'X-Key': '${input:key}' });
+    expect(servers.aliased?.transport).toBe('http');
+    expect(servers.camel?.transport).toBe('http');
+  });
+
+  it('reads VS Code settings.json `mcp.servers`', () => {
+    const { servers } = parseServersDocument(
+      { 'editor.fontSize': 14, mcp: { servers: { git: { type: 'stdio', command: 'uvx', args: ['mcp-server-git'] } } } },
+      { env },
+    );
+    expect(servers).toEqual({ git: { transport: 'stdio', command: 'uvx', args: ['mcp-server-git'] } });
+  });
+
+  it('infers websocket from a ws(s):// url and accepts `ws` as a type', () => {
+    const { servers } = parseServersDocument(
+      { mcpServers: { a: { url: 'wss://mcp.example.com/ws' }, b: { type: 'ws', url: 'ws://localhost:9000' } } },
+      { env },
+    );
+    expect(servers.a?.transport).toBe('websocket');
+    expect(servers.b?.transport).toBe('websocket');
+  });
+
+  it('lets an explicit type win over inference', () => {
+    const { config } = normalizeServerConfig({ type: 'sse', url: 'https://x.example.com/sse' }, { env });
+    expect(config.transport).toBe('sse');
+  });
+
+  it('accepts an empty server map', () => {
+    expect(parseServersDocument({ mcpServers: {} }, { env })).toEqual({ servers: {}, warnings: [] });
+  });
+});
+
+describe('interpolation', () => {
+  it('replaces ${VAR} and ${env:VAR}', () => {
+    expect(interpolate('Bearer ${TOKEN}', env, 'x')).toBe('Bearer secret-token');
+    expect(interpolate('${env:HOME}/data:${HOME}', env, 'x')).toBe('/home/me/data:/home/me');
+    expect(interpolate('', { EMPTY: '' }, 'x')).toBe('');
+    expect(interpolate('a${EMPTY}b', { EMPTY: '' }, 'x')).toBe('ab');
+  });
+
+  it('does not rescan replacements or read the prototype', () => {
+    expect(interpolate('${A}', { A: '${B}', B: 'no' }, 'x')).toBe('${B}');
+    expect(() => interpolate('${constructor}', {}, 'x')).toThrow(ConfigError);
+  });
+
+  it('reports an unset variable with its name and path', () => {
+    const error = configErrorOf(() => interpolate('${TOKEN} ${env:OTHER}', {}, 'mcpServers.github.env.TOKEN'));
+    expect(error.message).toContain('mcpServers.github.env.TOKEN');
+    expect(error.message).toContain('TOKEN');
+    expect(error.message).toContain('OTHER');
+    expect(error.data.issues).toHaveLength(2);
+  });
+
+  it('interpolates command, args, cwd, env values, url, httpUrl and header values', () => {
+    const vars = { BIN: 'node', ARG: 'x.js', DIR: '/w', VAL: 'v', HOST: 'h.example.com' };
+    const stdio = normalizeServerConfig(
+      { command: '${BIN}', args: ['${env:ARG}'], cwd: '${DIR}', env: { K: '${VAL}', '${VAL}': 'keys stay' } },
+      { env: vars },
+    ).config;
+    expect(stdio).toEqual({ transport: 'stdio', command: 'node', args: ['x.js'], cwd: '/w', env: { K: 'v', '${VAL}': 'keys stay' } });
+    const remote = normalizeServerConfig({ url: 'https://${HOST}/mcp', headers: { H: '${VAL}' } }, { env: vars }).config;
+    expect(remote).toEqual({ transport: 'http', url: 'https://h.example.com/mcp', headers: { H: 'v' } });
+    expect(normalizeServerConfig({ httpUrl: 'https://${HOST}/mcp' }, { env: vars }).config.httpUrl).toBe('https://h.example.com/mcp');
+  });
+
+  it('infers the transport from the interpolated url', () => {
+    const { config } = normalizeServerConfig({ url: '${WS}' }, { env: { WS: 'wss://x.example.com' } });
+    expect(config.transport).toBe('websocket');
+  });
+
+  it('defaults to process.env', () => {
+    const key = Object.keys(process.env).find((name) => /^[A-Za-z_]\w*$/.test(name) && process.env[name]);
+    expect(key).toBeDefined();
+    const { config } = normalizeServerConfig({ command: 'x', args: [`\${${key}}`] });
+    expect(config.args).toEqual([process.env[key!]]);
+  });
+
+  it('names file and path of an unset variable in a document', () => {
+    const error = configErrorOf(() =>
+      parseServersDocument({ mcpServers: { 'my server': { command: 'x', env: { TOKEN: '${MISSING}' } } } }, { env, file: '/p/.mcp.json' }),
+    );
+    expect(error.message).toContain('/p/.mcp.json');
+    expect(error.message).toContain('mcpServers["my server"].env.TOKEN');
+    expect(error.message).toContain('MISSING');
+    expect(error.data).toMatchObject({ file: '/p/.mcp.json', path: 'mcpServers["my server"].env.TOKEN' });
+  });
+});
+
+describe('errors', () => {
+  it('names file, path and expectation of a bad field', () => {
+    const error = configErrorOf(() =>
+      parseServersDocument({ mcpServers: { github: { command: 'x', args: ['ok', 42] } } }, { file: '/home/me/.cursor/mcp.json', env }),
+    );
+    expect(error.message).toBe(
+      'Invalid MCP server config in /home/me/.cursor/mcp.json at mcpServers.github.args[1]: expected an array of strings, got a number',
+    );
+    expect(error.data).toEqual({
+      file: '/home/me/.cursor/mcp.json',
+      path: 'mcpServers.github.args[1]',
+      expected: 'an array of strings',
+      issues: [{ path: 'mcpServers.github.args[1]', expected: 'an array of strings', received: 'got a number' }],
+    });
+  });
+
+  it('aggregates every problem into one error and returns nothing', () => {
+    const doc = {
+      mcpServers: {
+        good: { command: 'ok' },
+        a: { command: 'x', timeout: -5 },
+        b: { url: 'ftp://files.example.com' },
+      },
+    };
+    const error = configErrorOf(() => parseServersDocument(doc, { env, file: 'settings.json' }));
+    expect(error.message).toMatch(/^Invalid MCP server config in settings\.json, 2 problems:\n/);
+    expect(error.message).toContain('- mcpServers.a.timeout: expected a positive integer number of milliseconds, got -5');
+    expect(error.message).toContain('- mcpServers.b.url: expected an http:// or https:// URL, got scheme "ftp:"');
+    expect(error.data.issues.map((issue) => issue.path)).toEqual(['mcpServers.a.timeout', 'mcpServers.b.url']);
+  });
+
+  it('rejects numbers and booleans in env and headers rather than coercing them', () => {
+    const error = configErrorOf(() =>
+      parseServersDocument({ mcpServers: { s: { command: 'x', env: { PIN: 4711, ON: true } } } }, { env }),
+    );
+    expect(error.data.issues.map((issue) => issue.path)).toEqual(['mcpServers.s.env.PIN', 'mcpServers.s.env.ON']);
+    expect(error.message).toContain('quote numbers');
+    // Values are never echoed: env and headers hold secrets.
+    expect(error.message).not.toContain('4711');
+    const headers = configErrorOf(() => normalizeServerConfig({ url: 'https://x.example.com', headers: { 'X-Id': 7 } }));
+    expect(headers.data.path).toBe('headers["X-Id"]');
+  });
+
+  it.each([
+    [{ command: 'x', timeout: 0 }, 'timeout', 'got 0'],
+    [{ command: 'x', timeout: 1.5 }, 'timeout', 'got a non-integer number'],
+    [{ command: 'x', timeout: '30' }, 'timeout', 'got a string'],
+    [{ command: '' }, 'command', 'got an empty string'],
+    [{ command: 'x', args: 'a b' }, 'args', 'got a string'],
+    [{ command: 'x', includeTools: [1] }, 'includeTools[0]', 'got a number'],
+    [{ command: 'x', excludeTools: 'rm' }, 'excludeTools', 'got a string'],
+    [{ command: 'x', trust: 'yes' }, 'trust', 'got a string'],
+    [{ url: 'https://x.example.com', oauth: { scopes: 'read' } }, 'oauth.scopes', 'got a string'],
+    [{ type: 'grpc', command: 'x' }, 'type', 'got "grpc"'],
+    [{ url: 'not a url' }, 'url', 'got an unparsable URL'],
+    [{ url: 'https://token@x.example.com', type: 'websocket' }, 'url', 'got scheme "https:"'],
+    [{ type: 'http', url: 'ws://x.example.com' }, 'url', 'got scheme "ws:"'],
+    [{ httpUrl: 'ftp://x.example.com' }, 'httpUrl', 'got scheme "ftp:"'],
+    [{ command: 'x', url: 'https://x.example.com' }, '', 'got command and url'],
+    [{ args: ['a'] }, '', 'got neither'],
+    [{ url: 'https://a.example.com', httpUrl: 'https://b.example.com' }, '', 'got both'],
+    [{ type: 'stdio', url: 'https://x.example.com' }, 'command', 'got url instead'],
+    [{ type: 'http' }, 'url', 'got none'],
+    [{ type: 'http', transport: 'sse', url: 'https://x.example.com' }, 'transport', 'got "sse"'],
+    [{ type: 'sse', httpUrl: 'https://x.example.com' }, 'httpUrl', 'got httpUrl'],
+    ['npx server', '', 'got a string'],
+  ])('rejects %j at %j', (raw, path, received) => {
+    const error = configErrorOf(() => normalizeServerConfig(raw, { env }));
+    expect(error.data.issues[0]).toMatchObject({ path, received });
+    expect(error.data.issues[0]?.expected).toBeTruthy();
+  });
+
+  it('never echoes a URL, which may carry credentials', () => {
+    const error = configErrorOf(() => normalizeServerConfig({ type: 'websocket', url: 'https://user:pw@x.example.com/?key=k' }));
+    expect(error.message).not.toContain('pw');
+    expect(error.message).not.toContain('key=k');
+  });
+
+  it('prefixes issue paths with opts.path', () => {
+    const error = configErrorOf(() => normalizeServerConfig({ command: 'x', args: [1] }, { path: 'mcpServers.s', file: 'f.json' }));
+    expect(error.message).toBe('Invalid MCP server config in f.json at mcpServers.s.args[0]: expected an array of strings, got a number');
+  });
+
+  it.each([
+    [null, '', 'got null'],
+    [[], '', 'got an array'],
+    [{ other: {} }, '', 'got none'],
+    [{ mcpServers: {}, servers: {} }, '', 'got mcpServers and servers'],
+    [{ mcpServers: [] }, 'mcpServers', 'got an array'],
+    [{ mcpServers: { '': { command: 'x' } } }, 'mcpServers[""]', 'got a blank name'],
+    [{ mcpServers: { s: 'npx server' } }, 'mcpServers.s', 'got a string'],
+  ])('rejects the document %j', (doc, path, received) => {
+    const error = configErrorOf(() => parseServersDocument(doc, { env }));
+    expect(error.data.issues).toEqual([expect.objectContaining({ path, received })]);
+  });
+
+  it('reports the document root readably', () => {
+    const error = configErrorOf(() => parseServersDocument(42));
+    expect(error.message).toBe('Invalid MCP server config at (root): expected an object with one of mcpServers, servers or mcp.servers, got a number');
+  });
+});
+
+describe('warnings', () => {
+  it('drops unknown fields with a warning instead of failing', () => {
+    const { servers, warnings } = parseServersDocument(
+      {
+        mcpServers: {
+          fs: { command: 'npx', autoApprove: ['read'], alwaysAllow: [], envFile: '.env' },
+          api: { url: 'https://x.example.com', oauth: { enabled: true, audience: 'typo' } },
+        },
+      },
+      { env },
+    );
+    expect(servers.fs).toEqual({ transport: 'stdio', command: 'npx' });
+    expect(servers.api?.oauth).toEqual({ enabled: true });
+    expect(warnings.map((warning) => warning.path)).toEqual([
+      'mcpServers.fs.autoApprove',
+      'mcpServers.fs.alwaysAllow',
+      'mcpServers.fs.envFile',
+      'mcpServers.api.oauth.audience',
+    ]);
+  });
+
+  it('skips disabled servers, unchecked, with a warning', () => {
+    const { servers, warnings } = parseServersDocument(
+      {
+        mcpServers: {
+          on: { command: 'a', disabled: false },
+          off: { command: 'b', disabled: true },
+          draft: { disabled: true, env: { TOKEN: '${MISSING}' } },
+        },
+      },
+      { env },
+    );
+    expect(Object.keys(servers)).toEqual(['on']);
+    expect(servers.on).toEqual({ transport: 'stdio', command: 'a' });
+    expect(warnings).toEqual([
+      { path: 'mcpServers.off', message: 'server "off" is disabled; skipped' },
+      { path: 'mcpServers.draft', message: 'server "draft" is disabled; skipped' },
+    ]);
+  });
+
+  it('drops fields that do not apply to the transport, without interpolating them', () => {
+    const remote = normalizeServerConfig({ url: 'https://x.example.com', env: { K: '${MISSING}' }, args: ['a'] }, { env });
+    expect(remote.config).toEqual({ transport: 'http', url: 'https://x.example.com' });
+    expect(remote.warnings.map((warning) => warning.path)).toEqual(['args', 'env']);
+    const stdio = normalizeServerConfig({ command: 'x', headers: { A: 'b' }, oauth: null }, { env });
+    expect(stdio.config).toEqual({ transport: 'stdio', command: 'x' });
+    expect(stdio.warnings).toEqual([{ path: 'headers', message: 'headers does not apply to transport stdio; ignored' }]);
+  });
+
+  it('keeps a server named __proto__ as data', () => {
+    const { servers } = parseServersDocument(JSON.parse('{"mcpServers":{"__proto__":{"command":"x"}}}'), { env });
+    expect(Object.getPrototypeOf(servers)).toBe(Object.prototype);
+    expect(Object.keys(servers)).toEqual(['__proto__']);
+  });
+});
+
+describe('schema', () => {
+  it('derives KNOWN_CONFIG_FIELDS from the schema shape', () => {
+    expect(KNOWN_CONFIG_FIELDS).toEqual(Object.keys(serverConfigSchema.shape));
+    expect(KNOWN_CONFIG_FIELDS).toEqual(expect.arrayContaining(['type', 'transport', 'httpUrl', 'oauth', 'disabled']));
+  });
+});

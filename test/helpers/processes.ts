@@ -1,0 +1,66 @@
+/**
+ * Process helpers for tests that run real children. Test files run in parallel, so processes are
+ * always counted by a marker unique to the test (an argument), never globally.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+export const FIXTURES = fileURLToPath(new URL('../fixtures/servers/', import.meta.url));
+
+/** A marker argument unique to one test. */
+export function marker(label = 'm'): string {
+  return `--marker=${label}-${randomUUID()}`;
+}
+
+/** A stdio config running a fixture under node, tagged with `mark`. */
+export function fixtureConfig(fixture: string, mark: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { command: process.execPath, args: [FIXTURES + fixture, mark], ...extra };
+}
+
+/** Pids of live (non-zombie) processes whose command line contains `mark`. */
+export function pidsWithMarker(mark: string): number[] {
+  const out = execFileSync('ps', ['-A', '-o', 'pid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  const pids: number[] = [];
+  for (const line of out.split('\n')) {
+    const match = /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(line);
+    if (!match) continue;
+    const [, pid, stat, args] = match;
+    if (stat!.startsWith('Z') || !args!.includes(mark) || args!.startsWith('ps ')) continue;
+    pids.push(Number(pid));
+  }
+  return pids;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Kills (SIGKILL) what a test left with its marker; returns how many it found. */
+export function killMarked(mark: string): number {
+  const pids = pidsWithMarker(mark);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids.length;
+}
+
+/** The pid a fixture reports through its `pid` tool. */
+export function pidFromResult(result: Record<string, unknown>): number {
+  const content = result.content as { type: string; text: string }[];
+  return (JSON.parse(content[0]!.text) as { pid: number }).pid;
+}
+
+export function textOf(result: Record<string, unknown>): string {
+  const content = result.content as { type: string; text: string }[];
+  return content.map((part) => part.text).join('');
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// One config for the workspace: tests import the packages by name, i.e. their compiled `dist/`
+// (worker entries must be compiled JS on Node 20), so `npm test` builds first.
+export default defineConfig({
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**', 'test/bench/**'],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results/vitest.json' }]] : ['default'],
+  },
+});
