@@ -186,7 +186,8 @@ export class McpTransportPool {
     const config = normalizeServerConfig(cfg, { path: name }).config;
     const fields = sessionFieldsOf(config);
     const pooled = isPoolable(config, this.#options.pooledTransports);
-    const id = pooled ? connectionIdOf(name, fingerprint(config)) : connectionIdOf(name, `unpooled-${++this.#unpooledSeq}`);
+    // An unpooled connection is its own entry; its id only has to be unique.
+    const id = pooled ? connectionIdOf(name, fingerprint(config)) : (`${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId);
 
     const token = { cancelled: false };
     let tokens = this.#pending.get(sessionId);

@@ -1,0 +1,93 @@
+/**
+ * Credential isolation (seed §21.10) and the unpooled path: configs that differ in an env token
+ * or an Authorization header never share a connection, and each session's calls reach its own.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { McpTransportPool } from '@mcpool/core';
+import { startHttpFixture, type HttpFixture } from '../../../test/fixtures/servers/httpHeaders.mjs';
+import { fixtureConfig, killMarked, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+
+const pools: McpTransportPool[] = [];
+const marks: string[] = [];
+const servers: HttpFixture[] = [];
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+});
+
+function newPool(options: ConstructorParameters<typeof McpTransportPool>[0] = {}): McpTransportPool {
+  const pool = new McpTransportPool(options);
+  pools.push(pool);
+  return pool;
+}
+
+describe('credential isolation', () => {
+  it('two env tokens → two processes, and each session reaches its own', async () => {
+    const pool = newPool();
+    const mark = marker('envtoken');
+    marks.push(mark);
+    const a = await pool.acquire('gh', fixtureConfig('envTools.mjs', mark, { env: { FIXTURE_TOKEN: 'token-A' } }), 'A');
+    const b = await pool.acquire('gh', fixtureConfig('envTools.mjs', mark, { env: { FIXTURE_TOKEN: 'token-B' } }), 'B');
+    const a2 = await pool.acquire('gh', fixtureConfig('envTools.mjs', mark, { env: { FIXTURE_TOKEN: 'token-A' } }), 'A2');
+
+    expect(pidsWithMarker(mark)).toHaveLength(2);
+    expect(pool.getSnapshot().servers.gh!.entryCount).toBe(2);
+    expect(textOf(await a.callTool('whoami'))).toBe('token-A');
+    expect(textOf(await b.callTool('whoami'))).toBe('token-B');
+    expect(textOf(await a2.callTool('whoami'))).toBe('token-A');
+    expect(a.id).toBe(a2.id);
+    expect(a.id).not.toBe(b.id);
+    expect(new Set([a.entryIndex, b.entryIndex])).toEqual(new Set([0, 1]));
+  });
+
+  it('two Authorization headers on a pooled HTTP server → two connections, each call carries its own header', async () => {
+    const server = await startHttpFixture();
+    servers.push(server);
+    const pool = newPool({ pooledTransports: ['stdio', 'http'] });
+    const cfg = (token: string): Record<string, unknown> => ({ type: 'http', url: server.url, headers: { Authorization: `Bearer ${token}` } });
+    const a = await pool.acquire('remote', cfg('A'), 'A');
+    const b = await pool.acquire('remote', cfg('B'), 'B');
+    const a2 = await pool.acquire('remote', cfg('A'), 'A2');
+
+    expect(pool.getSnapshot().servers.remote!.entryCount).toBe(2);
+    expect(textOf(await a.callTool('whoami'))).toBe('Bearer A');
+    expect(textOf(await b.callTool('whoami'))).toBe('Bearer B');
+    expect(textOf(await a2.callTool('whoami'))).toBe('Bearer A');
+  });
+
+  it('a legacy SSE server is reached over its SSE endpoint', async () => {
+    const server = await startHttpFixture();
+    servers.push(server);
+    const pool = newPool();
+    const view = await pool.acquire('legacy', { type: 'sse', url: server.url.replace(/\/mcp$/, '/sse'), headers: { Authorization: 'Bearer S' } }, 'A');
+    expect(textOf(await view.callTool('echo', { text: 'over sse' }))).toBe('over sse');
+    expect(textOf(await view.callTool('whoami'))).toBe('Bearer S');
+  });
+});
+
+describe('the unpooled path', () => {
+  it('HTTP is not pooled by default: one connection per session, same view rules, counted by the budget, closed at once on release', async () => {
+    const server = await startHttpFixture();
+    servers.push(server);
+    const pool = newPool({ budget: { clientBudget: 10, mode: 'warn' } });
+    const cfg = { url: server.url, excludeTools: ['whoami'] };
+    const a = await pool.acquire('remote', cfg, 'A');
+    const b = await pool.acquire('remote', { url: server.url, trust: true }, 'B');
+
+    expect(pool.getSnapshot().servers.remote!.entryCount).toBe(2);
+    expect(pool.getSnapshot().budget.liveCount).toBe(2);
+    expect(a.tools.map((tool) => tool.name)).toEqual(['echo']);
+    expect(b.tools.every((tool) => tool.trust)).toBe(true);
+    await expect(a.callTool('whoami')).rejects.toMatchObject({ code: 'MCPOOL_TOOL_NOT_ALLOWED' });
+
+    await a.release();
+    expect(pool.getSnapshot().servers.remote!.entryCount).toBe(1);
+    expect(pool.getSnapshot().budget.liveCount).toBe(1);
+    await pool.releaseSession('B');
+    expect(pool.getSnapshot().servers).toEqual({});
+    expect(pool.getSnapshot().budget.liveCount).toBe(0);
+    await vi.waitFor(() => expect(pool.getSnapshot().liveActors).toBe(0), { timeout: 5000, interval: 20 });
+  });
+});

@@ -1,0 +1,192 @@
+/**
+ * Per-session views over one shared entry (seed §21.4, §21.5): filters, trust, prompts,
+ * list_changed fan-out, snapshot replay, and the generation guard.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MessageChannel } from 'node:worker_threads';
+import { ErrorCode, McpTransportPool, PooledConnection, type ServerSnapshot } from '@mcpool/core';
+import { fixtureConfig, killMarked, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+
+const pools: McpTransportPool[] = [];
+const marks: string[] = [];
+
+function setup(label: string): { pool: McpTransportPool; mark: string } {
+  const pool = new McpTransportPool({ drainDelayMs: 30_000 });
+  const mark = marker(label);
+  pools.push(pool);
+  marks.push(mark);
+  return { pool, mark };
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
+  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+});
+
+describe('session filters and trust', () => {
+  it('A excludes `add` and B does not: A neither lists nor calls it, B does, from one process', async () => {
+    const { pool, mark } = setup('exclude');
+    const a = await pool.acquire('echo', fixtureConfig('echo.mjs', mark, { excludeTools: ['add'] }), 'A');
+    const b = await pool.acquire('echo', fixtureConfig('echo.mjs', mark), 'B');
+
+    expect(pidsWithMarker(mark)).toHaveLength(1);
+    expect(a.tools.map((tool) => tool.name)).not.toContain('add');
+    expect(b.tools.map((tool) => tool.name)).toContain('add');
+    await expect(a.callTool('add', { a: 1, b: 2 })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_ALLOWED, data: { tool: 'add' } });
+    expect(textOf(await b.callTool('add', { a: 1, b: 2 }))).toBe('3');
+  });
+
+  it('exclude wins over include, and include entries may carry an argument restriction', async () => {
+    const { pool, mark } = setup('include');
+    const view = await pool.acquire('echo', fixtureConfig('echo.mjs', mark, { includeTools: ['echo', 'add(a,b)', 'pid'], excludeTools: ['pid'] }), 'A');
+    expect(view.tools.map((tool) => tool.name).sort()).toEqual(['add', 'echo']);
+    await expect(view.callTool('pid')).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_ALLOWED });
+  });
+
+  it('A trusts and B does not; each view owns its tool objects', async () => {
+    const { pool, mark } = setup('trust');
+    const a = await pool.acquire('echo', fixtureConfig('echo.mjs', mark, { trust: true }), 'A');
+    const b = await pool.acquire('echo', fixtureConfig('echo.mjs', mark, { trust: false }), 'B');
+    expect(pidsWithMarker(mark)).toHaveLength(1);
+
+    const toolA = a.tools.find((tool) => tool.name === 'echo')!;
+    const toolB = b.tools.find((tool) => tool.name === 'echo')!;
+    expect(toolA.trust).toBe(true);
+    expect(toolB.trust).toBe(false);
+    expect(toolA).not.toBe(toolB);
+    // Mutating one session's copy touches nobody else.
+    toolA.description = 'changed by A';
+    (toolA.inputSchema as Record<string, unknown>).mutated = true;
+    expect(toolB.description).not.toBe('changed by A');
+    expect(toolB.inputSchema).not.toHaveProperty('mutated');
+    const c = await pool.acquire('echo', fixtureConfig('echo.mjs', mark), 'C');
+    expect(c.tools.find((tool) => tool.name === 'echo')!.description).not.toBe('changed by A');
+  });
+
+  it('prompts obey the same filter as tools', async () => {
+    const { pool, mark } = setup('prompts');
+    const a = await pool.acquire('echo', fixtureConfig('echo.mjs', mark, { excludeTools: ['greet'] }), 'A');
+    const b = await pool.acquire('echo', fixtureConfig('echo.mjs', mark), 'B');
+    expect(a.prompts).toEqual([]);
+    expect(b.prompts.map((prompt) => prompt.name)).toEqual(['greet']);
+    await expect(a.getPrompt('greet', { name: 'x' })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_ALLOWED });
+    expect(await b.getPrompt('greet', { name: 'Ada' })).toMatchObject({ messages: [{ role: 'user' }] });
+  });
+
+  it('a prompts-only server fills prompts and leaves tools empty', async () => {
+    const { pool, mark } = setup('promptsonly');
+    const view = await pool.acquire('prompts', fixtureConfig('promptsOnly.mjs', mark), 'A');
+    expect(view.tools).toEqual([]);
+    expect(view.resources).toEqual([]);
+    expect(view.prompts.map((prompt) => prompt.name).sort()).toEqual(['review', 'summarize']);
+    expect(view.capabilities).not.toHaveProperty('tools');
+    expect(await view.getPrompt('summarize', { text: 'hello' })).toHaveProperty('messages');
+  });
+
+  it('resources are listed and read through the view', async () => {
+    const { pool, mark } = setup('resources');
+    const view = await pool.acquire('echo', fixtureConfig('echo.mjs', mark), 'A');
+    expect(view.resources.map((resource) => resource.uri)).toEqual(['fixture://info']);
+    expect(await view.readResource('fixture://info')).toMatchObject({ contents: [{ uri: 'fixture://info' }] });
+  });
+});
+
+describe('list changes', () => {
+  it('tools/list_changed reaches every view with the new snapshot and a newer generation', async () => {
+    const { pool, mark } = setup('listchanged');
+    const a = await pool.acquire('lc', fixtureConfig('listChanged.mjs', mark), 'A');
+    const b = await pool.acquire('lc', fixtureConfig('listChanged.mjs', mark, { excludeTools: ['shiny'] }), 'B');
+    const before = a.generation;
+    const seenA = vi.fn();
+    const seenB = vi.fn();
+    a.on('toolsChanged', seenA);
+    b.on('toolsChanged', seenB);
+
+    await a.callTool('add_tool', { name: 'shiny' });
+    await vi.waitFor(() => expect(seenA).toHaveBeenCalled(), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(seenB).toHaveBeenCalled(), { timeout: 5000, interval: 10 });
+
+    expect(a.tools.map((tool) => tool.name)).toContain('shiny');
+    expect(seenA.mock.calls.at(-1)![0]).toMatchObject({ type: 'toolsChanged', serverName: 'lc', entryIndex: 0 });
+    expect(seenA.mock.calls.at(-1)![0].generation).toBeGreaterThan(before);
+    // B's filter hides the new tool, but B still heard the change.
+    expect(b.tools.map((tool) => tool.name)).not.toContain('shiny');
+    expect(textOf(await a.callTool('shiny', { text: 'new' }))).toContain('new');
+  });
+
+  it('prompts and resources changes fan out as their own events', async () => {
+    const { pool, mark } = setup('lcprompts');
+    const a = await pool.acquire('lc', fixtureConfig('listChanged.mjs', mark), 'A');
+    const prompts = vi.fn();
+    const resources = vi.fn();
+    const tools = vi.fn();
+    a.on('promptsChanged', prompts);
+    a.on('resourcesChanged', resources);
+    a.on('toolsChanged', tools);
+
+    await a.callTool('add_prompt', { name: 'fresh' });
+    await vi.waitFor(() => expect(a.prompts.map((p) => p.name)).toContain('fresh'), { timeout: 5000, interval: 10 });
+    await a.callTool('add_resource', { uri: 'test://fresh' });
+    await vi.waitFor(() => expect(a.resources.map((r) => r.uri)).toContain('test://fresh'), { timeout: 5000, interval: 10 });
+    expect(prompts).toHaveBeenCalledTimes(1);
+    expect(resources).toHaveBeenCalledTimes(1);
+    expect(tools).not.toHaveBeenCalled();
+  });
+
+  it('a view attached after a change is replayed the current snapshot', async () => {
+    const { pool, mark } = setup('replay');
+    const a = await pool.acquire('lc', fixtureConfig('listChanged.mjs', mark), 'A');
+    await a.callTool('add_tool', { name: 'late' });
+    await vi.waitFor(() => expect(a.tools.map((t) => t.name)).toContain('late'), { timeout: 5000, interval: 10 });
+    const b = await pool.acquire('lc', fixtureConfig('listChanged.mjs', mark), 'B');
+    expect(b.tools.map((t) => t.name)).toContain('late');
+    expect(b.generation).toBe(a.generation);
+  });
+});
+
+describe('generation guard on the view', () => {
+  function snapshot(generation: number, tools: string[]): ServerSnapshot {
+    return {
+      generation,
+      clientGeneration: 1,
+      tools: tools.map((name) => ({ name, inputSchema: { type: 'object' } })),
+      prompts: [],
+      resources: [],
+      resourceTemplates: [],
+      serverInfo: { name: 'fake', version: '1' },
+      capabilities: { tools: {} },
+      instructions: undefined,
+    };
+  }
+
+  it('a snapshot older than the one applied never overwrites it', async () => {
+    // The actor's end of a real channel, driven by hand.
+    const { port1, port2 } = new MessageChannel();
+    const view = new PooledConnection({
+      id: 'fake::0' as never,
+      serverName: 'fake',
+      entryIndex: 0,
+      sessionId: 'A',
+      port: port1,
+      fields: {},
+      callTimeoutMs: 1000,
+      onRelease: async () => undefined,
+    });
+    const changed = vi.fn();
+    view.on('toolsChanged', changed);
+    const send = (snap: ServerSnapshot): void => port2.postMessage({ k: 'ev', ev: 'snapshot', data: snap });
+
+    send(snapshot(1, ['one']));
+    await view.ready;
+    send(snapshot(3, ['three']));
+    send(snapshot(2, ['two'])); // a stale handler's late result
+    await vi.waitFor(() => expect(view.generation).toBe(3), { timeout: 1000, interval: 5 });
+    // Let the stale message be delivered too, then check it changed nothing.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(view.tools.map((tool) => tool.name)).toEqual(['three']);
+    expect(changed).toHaveBeenCalledTimes(1);
+    view.dispose(new (await import('@mcpool/core')).PoolError(ErrorCode.CONNECTION_RELEASED, 'done'));
+    port2.close();
+  });
+});
