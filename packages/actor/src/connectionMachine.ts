@@ -109,6 +109,7 @@ export const connectionMachine = setup({
   guards: {
     canReconnect: ({ context }) => context.reconnectAttempt < context.reconnect.attempts,
     hasIdleStart: ({ context }) => context.firstIdleAt !== undefined,
+    hasConnection: ({ context }) => context.connection !== undefined,
   },
   delays: {
     spawnTimeout: ({ context }) => context.args.spawnTimeoutMs,
@@ -211,7 +212,11 @@ export const connectionMachine = setup({
         idleCap: { target: 'closed', actions: { type: 'storeCloseReason', params: { reason: 'idle_cap' } } },
       },
       on: {
-        'control.busy': 'active',
+        'control.busy': [
+          { guard: 'hasConnection', target: 'active' },
+          // Went idle during a reconnect backoff: the connection is gone, so reconnect now.
+          { target: 'active.reconnecting' },
+        ],
         // Nobody is using it: a lost transport simply ends the entry.
         'transport.closed': { target: 'closed', actions: { type: 'storeCloseReason', params: { reason: 'transport_closed_while_idle' } } },
         'control.close': { target: 'closed', actions: { type: 'storeCloseReason', params: ({ event }) => ({ reason: event.reason }) } },

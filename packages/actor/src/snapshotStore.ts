@@ -25,7 +25,8 @@ export class SnapshotStore {
   readonly #started: Record<ListKind, number> = { tools: 0, prompts: 0, resources: 0 };
   readonly #applied: Record<ListKind, number> = { tools: 0, prompts: 0, resources: 0 };
   readonly #inFlight = new Map<ListKind, Promise<void>>();
-  readonly #queued = new Set<ListKind>();
+  /** The latest request that arrived while a refresh of that list ran: it runs next, with its own connection. */
+  readonly #queued = new Map<ListKind, { connection: Discover; clientGeneration: number; run: Promise<void>; start: () => void }>();
   readonly #onChange: (snapshot: ServerSnapshot) => void;
 
   constructor(onChange: (snapshot: ServerSnapshot) => void) {
@@ -47,14 +48,30 @@ export class SnapshotStore {
    * is applied or dropped. Never rejects: a failed list keeps the previous one.
    */
   refresh(kind: ListKind, connection: Discover, clientGeneration: number): Promise<void> {
-    const running = this.#inFlight.get(kind);
-    if (running !== undefined) {
-      this.#queued.add(kind);
-      return running;
+    if (!this.#inFlight.has(kind)) return this.#start(kind, connection, clientGeneration);
+    const queued = this.#queued.get(kind);
+    if (queued !== undefined) {
+      // Coalesce: one follow-up at most, run with the newest connection asked for.
+      queued.connection = connection;
+      queued.clientGeneration = clientGeneration;
+      return queued.run;
     }
+    let start!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      start = resolve;
+    });
+    const entry = { connection, clientGeneration, start, run: Promise.resolve() };
+    entry.run = gate.then(() => this.#start(kind, entry.connection, entry.clientGeneration));
+    this.#queued.set(kind, entry);
+    return entry.run;
+  }
+
+  #start(kind: ListKind, connection: Discover, clientGeneration: number): Promise<void> {
     const run = this.#refreshOnce(kind, connection, clientGeneration).finally(() => {
       this.#inFlight.delete(kind);
-      if (this.#queued.delete(kind)) void this.refresh(kind, connection, clientGeneration);
+      const next = this.#queued.get(kind);
+      this.#queued.delete(kind);
+      next?.start();
     });
     this.#inFlight.set(kind, run);
     return run;

@@ -350,11 +350,9 @@ describe('transport loss while active', () => {
     expect(h.hooks.failed).toHaveBeenCalledOnce();
   });
 
-  it.fails(
-    // BUG (connectionMachine.ts:202 + 214): control.idle during the reconnect backoff goes to
-    // draining, and control.busy from draining re-enters active.serving with no connection
-    // (waiting's dropConnection cleared it). Nothing reopens: the entry reports 'active' forever
-    // and hooks.connected is never called again.
+  it(
+    // Regression: idle during the reconnect backoff, then busy again, left the entry 'active' with
+    // no connection and nothing reopening it.
     'reconnects when a session attaches again after going idle during the reconnect backoff',
     async () => {
       // Arrange

@@ -166,10 +166,10 @@ describe('refresh', () => {
     const refreshes = Array.from({ length: 5 }, () => store.refresh('tools', connection, 1));
     const callsWhilePending = connection.discover.mock.calls.length;
     connection.calls[0]!.result.resolve({ tools: [tool('v1')] });
-    await Promise.all(refreshes);
     await flush();
     connection.calls[1]?.result.resolve({ tools: [tool('v2')] });
-    await flush();
+    // Every caller's promise settles once the follow-up that covers it is applied.
+    await Promise.all(refreshes);
     // Assert
     expect(callsWhilePending).toBe(1);
     expect(connection.discover.mock.calls.length).toBeLessThanOrEqual(2);
@@ -213,13 +213,9 @@ describe('refresh', () => {
     expect(onChange).not.toHaveBeenCalled();
   });
 
-  it.fails(
-    // BUG (snapshotStore.ts:51-57): a refresh for the new connection (clientGeneration 2) that
-    // arrives while an old-generation refresh is still in flight is only flagged as queued; the
-    // follow-up then re-runs with the FIRST caller's connection and clientGeneration (captured in
-    // the `.finally` closure), so it re-lists the dead connection and apply() drops it. The new
-    // server's list_changed is lost. (The returned promise is also the old run's, so the caller
-    // cannot await its own refresh, contrary to the doc comment.)
+  it(
+    // Regression: the queued follow-up once re-ran with the first caller's (dead) connection and
+    // generation, so a reconnected server's list_changed was lost.
     'a refresh of the new incarnation queued behind an old-incarnation refresh is applied',
     async () => {
       // Arrange
@@ -232,11 +228,10 @@ describe('refresh', () => {
       // Act: the new server announces a change while the old refresh is still pending.
       const fresh = store.refresh('tools', newConnection, 2);
       oldConnection.calls[0]!.result.resolve({ tools: [tool('stale')] });
-      await fresh;
       await flush();
       newConnection.calls[0]?.result.resolve({ tools: [tool('gen2-changed')] });
       oldConnection.calls[1]?.result.resolve({ tools: [tool('stale-again')] });
-      await flush();
+      await fresh;
       // Assert
       expect(newConnection.discover).toHaveBeenCalledOnce();
       expect(toolNames(store.snapshot)).toEqual(['gen2-changed']);

@@ -81,6 +81,8 @@ function isIncoming(message: unknown): message is Incoming {
 
 /**
  * One side of a channel. Both sides may send requests and events.
+ * A `Worker` endpoint never emits `close`: its owner must call {@link RpcChannel.fail} on the
+ * worker's `exit`, or calls through it would wait forever.
  * After {@link close} or {@link fail}, every pending request is rejected and new ones reject at once
  * (a `postMessage` on a closed port is silently dropped, so a closed flag is the only safe guard).
  */
@@ -135,7 +137,10 @@ export class RpcChannel {
     });
   }
 
-  /** Sends a one-way event. Dropped (returns false) once the channel is closed. */
+  /**
+   * Sends a one-way event. Dropped (returns false) once the channel is closed. Throws a
+   * `DataCloneError` when `data` cannot be cloned: that is the sender's bug, not the channel's.
+   */
   emit(ev: string, data: unknown, transfer?: readonly Transferable[]): boolean {
     if (this.#closed) return false;
     this.#post({ k: 'ev', ev, data }, transfer);
@@ -177,6 +182,9 @@ export class RpcChannel {
         this.#settle(message.id, (p) => p.reject(new PoolError(ErrorCode.INVALID_ARGUMENT, `cannot send ${message.op}: ${(error as Error).message}`)));
       } else if (message.k === 'res' && message.ok) {
         this.#port.postMessage({ k: 'res', id: message.id, ok: false, error: errorToWire(error) });
+      } else if (message.k === 'res') {
+        // An error whose `data` cannot be cloned still answers its request, without the data.
+        this.#port.postMessage({ k: 'res', id: message.id, ok: false, error: { code: message.error.code, message: message.error.message } });
       } else {
         throw error;
       }
