@@ -9,6 +9,8 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Pools log to stderr at 'warn' by default; tests that read logs set their own logger.
+    env: { MCPOOL_LOG_LEVEL: process.env.MCPOOL_LOG_LEVEL ?? 'silent' },
     reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results/vitest.json' }]] : ['default'],
   },
 });

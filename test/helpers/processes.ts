@@ -64,3 +64,36 @@ export function textOf(result: Record<string, unknown>): string {
   const content = result.content as { type: string; text: string }[];
   return content.map((part) => part.text).join('');
 }
+
+/** Every descendant of `root` (by parent pid) and every member of its process group, root excluded. */
+export function treeOf(root: number): number[] {
+  const out = execFileSync('ps', ['-A', '-o', 'pid=,ppid=,pgid=,stat='], { encoding: 'utf8' });
+  const rows = out
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((parts) => parts.length >= 4 && !parts[3]!.startsWith('Z'))
+    .map(([pid, ppid, pgid]) => ({ pid: Number(pid), ppid: Number(ppid), pgid: Number(pgid) }));
+  const found = new Set<number>();
+  let frontier = [root];
+  for (let depth = 0; depth < 16 && frontier.length > 0; depth++) {
+    const next: number[] = [];
+    for (const row of rows) {
+      if (!frontier.includes(row.ppid) || found.has(row.pid)) continue;
+      found.add(row.pid);
+      next.push(row.pid);
+    }
+    frontier = next;
+  }
+  for (const row of rows) if (row.pgid === root && row.pid !== root) found.add(row.pid);
+  return [...found];
+}
+
+/** Alive and not a zombie. */
+export function isRunning(pid: number): boolean {
+  if (!isAlive(pid)) return false;
+  try {
+    return !execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim().startsWith('Z');
+  } catch {
+    return false;
+  }
+}

@@ -23,6 +23,8 @@ export interface ConnectionHooks {
   connected(connection: ServerConnection, clientGeneration: number, reconnect: boolean): void;
   disconnected(error: string | undefined): void;
   failed(error: WireError): void;
+  /** A lost connection is handed over for teardown (its process group may still have members). */
+  retire(connection: ServerConnection): void;
 }
 
 export interface ReconnectPolicy {
@@ -60,6 +62,7 @@ export type ConnectionEvent =
   | { type: 'control.idle' }
   | { type: 'control.busy' }
   | { type: 'control.close'; reason: string }
+  | { type: 'control.restart' }
   | { type: 'transport.closed'; error?: string | undefined };
 
 export const connectionMachine = setup({
@@ -96,6 +99,9 @@ export const connectionMachine = setup({
     }),
     announceDisconnected: ({ context }, params: { error: string | undefined }) => {
       context.hooks.disconnected(params.error);
+    },
+    retireConnection: ({ context }) => {
+      if (context.connection !== undefined) context.hooks.retire(context.connection);
     },
     dropConnection: assign({ connection: undefined }),
     countAttempt: assign({ reconnectAttempt: ({ context }) => context.reconnectAttempt + 1 }),
@@ -180,8 +186,22 @@ export const connectionMachine = setup({
           after: { idleCap: { guard: 'hasIdleStart', actions: 'resetIdleStart', reenter: true, target: 'serving' } },
         },
         waiting: {
-          entry: 'dropConnection',
+          entry: ['retireConnection', 'dropConnection'],
           after: { reconnectDelay: 'reconnecting' },
+        },
+        // A manual restart: the old connection is retired (its tree swept), a new one opened.
+        restarting: {
+          entry: ['retireConnection', 'dropConnection'],
+          invoke: {
+            src: 'connectServer',
+            input: ({ context }) => ({ open: (signal: AbortSignal) => context.hooks.open(signal) }),
+            onDone: {
+              target: 'serving',
+              actions: [{ type: 'storeConnection', params: ({ event }) => ({ connection: event.output }) }, { type: 'announceConnected', params: { reconnect: true } }],
+            },
+            onError: { target: '#connection.failed', actions: { type: 'storeError', params: ({ event }) => ({ error: event.error }) } },
+          },
+          after: { spawnTimeout: { target: '#connection.failed', actions: 'storeSpawnTimeout' } },
         },
         reconnecting: {
           invoke: {
@@ -201,6 +221,7 @@ export const connectionMachine = setup({
       },
       on: {
         'control.idle': 'draining',
+        'control.restart': '.restarting',
         'control.close': { target: 'closed', actions: { type: 'storeCloseReason', params: ({ event }) => ({ reason: event.reason }) } },
       },
     },
@@ -217,6 +238,8 @@ export const connectionMachine = setup({
           // Went idle during a reconnect backoff: the connection is gone, so reconnect now.
           { target: 'active.reconnecting' },
         ],
+        // Restarting an idle entry cancels its drain; the supervisor re-arms it afterwards.
+        'control.restart': 'active.restarting',
         // Nobody is using it: a lost transport simply ends the entry.
         'transport.closed': { target: 'closed', actions: { type: 'storeCloseReason', params: { reason: 'transport_closed_while_idle' } } },
         'control.close': { target: 'closed', actions: { type: 'storeCloseReason', params: ({ event }) => ({ reason: event.reason }) } },

@@ -24,6 +24,7 @@ import {
   type ToolInfo,
 } from '@mcpool/protocol';
 import { z } from 'zod';
+import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import type { Logger } from 'pino';
 
@@ -67,6 +68,7 @@ export class ServerConnection {
   readonly pid: number | undefined;
   lists: Lists;
   #closed = false;
+  #closing: Promise<SweepResult | undefined> | undefined;
   #closeListeners = new Set<(error: Error | undefined) => void>();
   #lastTransportError: Error | undefined;
 
@@ -237,13 +239,28 @@ export class ServerConnection {
   }
 
   /** Closes the client and the transport (the stdio child's whole group). */
-  async close(): Promise<void> {
+  /**
+   * Closes the client and the transport. For stdio, the descendants are found first (one `ps`
+   * snapshot: after the root exits they are re-parented and only their group still finds them),
+   * then the group goes through stdin end → SIGTERM → SIGKILL, then whatever left the group
+   * (a `setsid` daemon) is swept. Idempotent; never rejects.
+   */
+  close(): Promise<SweepResult | undefined> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<SweepResult | undefined> {
+    const stdio = this.stdio;
+    let tree: TreeSnapshot | undefined;
+    if (stdio?.pid !== undefined) tree = await snapshotTree(stdio.pid, stdio.pid).catch(() => undefined);
     try {
       // DELETE the remote session so single-session servers accept the next initialize (qwen #9962).
       if (this.transport instanceof StreamableHTTPClientTransport && this.transport.sessionId !== undefined) {
         await this.transport.terminateSession().catch(() => undefined);
       }
-      await this.transport.close();
+      await this.transport.close().catch(() => undefined);
+      return tree === undefined ? undefined : await sweepTracked(tree, { graceMs: 500, skipRoot: true });
     } finally {
       await this.client.close().catch(() => undefined);
       this.#markClosed();

@@ -6,6 +6,7 @@
  * channel per attached session; view traffic never passes through the supervisor.
  * It never logs with console (relayed through the main thread, late); pino writes to fd 2.
  */
+import { writeSync } from 'node:fs';
 import { isMainThread, parentPort, threadId } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
 import { pino, type Logger } from 'pino';
@@ -20,6 +21,7 @@ import {
   type AttachArgs,
   type CallToolArgs,
   type ControlOps,
+  type RestartOutcome,
   type EntryStatus,
   type RpcHandlerContext,
   type ViewEvents,
@@ -42,6 +44,15 @@ let clientGeneration = 0;
 let pgid: number | undefined;
 let lastStatus: EntryStatus | undefined;
 const views = new Map<string, RpcChannel>();
+/** Teardowns of lost connections still running; the thread waits for them before it ends. */
+const retiring = new Set<Promise<void>>();
+
+async function settledWithin(pending: Set<Promise<void>>, ms: number): Promise<void> {
+  if (pending.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled([...pending]), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
 const store = new SnapshotStore((snapshot) => broadcast('snapshot', snapshot));
 
 function emitControl<K extends keyof ActorEvents>(ev: K, data: ActorEvents[K]): void {
@@ -72,8 +83,10 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
         args: entryArgs,
         reconnect: entryArgs.reconnect ?? defaultReconnect(entryArgs.config),
         hooks: {
-          open: (signal) =>
-            ServerConnection.open({
+          open: async (signal) => {
+            // A replacement starts only once the old process tree is gone (bounded).
+            await settledWithin(retiring, entryArgs.shutdownStepMs * 2 + 1500);
+            return ServerConnection.open({
               config: entryArgs.config,
               shutdownStepMs: entryArgs.shutdownStepMs,
               logger,
@@ -82,8 +95,17 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
                 pgid = pid;
                 emitControl('spawned', { pid, pgid: pid });
               },
-            }),
+            });
+          },
+          retire: (conn) => {
+            const closing = conn.close().then((sweep) => {
+              if (sweep && (sweep.killed > 0 || sweep.survivors > 0 || sweep.warning)) logger.warn({ sweep }, 'swept a lost server tree');
+            });
+            retiring.add(closing);
+            void closing.finally(() => retiring.delete(closing));
+          },
           connected: (conn, generation, reconnect) => {
+            settleRestart({ restarted: true });
             connection = conn;
             clientGeneration = generation;
             store.reset(conn.lists, generation, {
@@ -122,6 +144,7 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
           const error = snapshot.context.lastError;
           emitControl('status', { status, generation: store.snapshot.generation, ...(status === 'failed' && error ? { error } : {}) });
         }
+        if (status === 'failed' || status === 'closed') settleRestart({ restarted: false, reason: status === 'failed' ? 'failed' : 'superseded' });
         if (!settled && status === 'active') {
           settled = true;
           resolve({ snapshot: store.snapshot, pid: connection?.pid });
@@ -227,6 +250,33 @@ function mapCallError(error: unknown, signal: AbortSignal, generation: number, t
   return new PoolError(ErrorCode.UPSTREAM_ERROR, (error as Error)?.message ?? String(error), { cause: error });
 }
 
+let restartInFlight: Promise<RestartOutcome> | undefined;
+let resolveRestart: ((outcome: RestartOutcome) => void) | undefined;
+
+function settleRestart(outcome: RestartOutcome): void {
+  const resolve = resolveRestart;
+  resolveRestart = undefined;
+  restartInFlight = undefined;
+  resolve?.(outcome);
+}
+
+/** Restarts the connection in place; concurrent restarts share one. */
+function restart(): Promise<RestartOutcome> {
+  if (restartInFlight !== undefined) return restartInFlight;
+  if (machine === undefined || (lastStatus !== 'active' && lastStatus !== 'draining')) {
+    return Promise.resolve({ restarted: false, reason: lastStatus ?? 'not_started' });
+  }
+  restartInFlight = new Promise<RestartOutcome>((resolve) => {
+    resolveRestart = resolve;
+  });
+  const pending = restartInFlight;
+  logger.info('restarting');
+  connection = undefined;
+  broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'restart' });
+  machine.send({ type: 'control.restart' });
+  return pending;
+}
+
 function setIdle(idle: boolean): { status: EntryStatus } {
   machine?.send({ type: idle ? 'control.idle' : 'control.busy' });
   return { status: lastStatus ?? 'spawning' };
@@ -250,6 +300,10 @@ function close(reason: string): Promise<void> {
 function finish(reason: string): void {
   if (finished) return;
   finished = true;
+  void settledWithin(retiring, (args?.shutdownStepMs ?? 2000) * 2 + 1500).then(() => end(reason));
+}
+
+function end(reason: string): void {
   for (const view of views.values()) view.close('the entry closed');
   views.clear();
   logger.info({ reason }, 'closed');
@@ -273,8 +327,13 @@ function fatal(error: unknown): void {
   } catch {
     // the group may be gone already
   }
-  logger.fatal({ err: error }, 'actor died');
-  logger.flush();
+  // The async log destination would lose this line at exit: write it synchronously.
+  const err = error instanceof Error ? { type: error.name, message: error.message, stack: error.stack } : { message: String(error) };
+  try {
+    if (logger.isLevelEnabled('fatal')) writeSync(2, `${JSON.stringify({ level: 60, time: Date.now(), component: 'actor', threadId, server: args?.serverName, entryIndex: args?.entryIndex, err, msg: 'actor died' })}\n`);
+  } catch {
+    // stderr is gone: nothing more to do
+  }
   process.exit(1);
 }
 
@@ -299,6 +358,8 @@ const channel = new RpcChannel(control, {
         return setIdle((opArgs as { idle: boolean }).idle);
       case 'close':
         return close((opArgs as { reason: string }).reason);
+      case 'restart':
+        return restart();
       case 'ping':
         return 'pong';
       default:

@@ -110,6 +110,7 @@ async function startMachine(options: HarnessOptions = {}): Promise<Harness> {
     connected: vi.fn<ConnectionHooks['connected']>(),
     disconnected: vi.fn<ConnectionHooks['disconnected']>(),
     failed: vi.fn<ConnectionHooks['failed']>(),
+    retire: vi.fn<ConnectionHooks['retire']>(),
   };
   const actor = createActor(connectionMachine, {
     input: {

@@ -12,6 +12,8 @@
  */
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as delay } from 'node:timers/promises';
+import { signalTracked, snapshotTree } from '@mcpool/protocol/processTree';
 import { ErrorCode, PoolError, RpcChannel, type RpcRequestOptions } from '@mcpool/protocol';
 
 export interface ActorHostOptions {
@@ -63,8 +65,6 @@ export class ActorHandle {
           ...(this.#lastError ? { cause: this.#lastError } : {}),
         });
         this.control.fail(reason);
-        // The child outlives its thread: end its group whatever the exit was.
-        killGroup(this.pgid);
         for (const listener of this.#exitListeners) listener(code, this.#lastError);
         resolve(code);
       });
@@ -104,21 +104,44 @@ export class ActorHandle {
     if (outcome === 'timeout') await this.terminate();
   }
 
-  /** Force-ends the thread and the child's group at once. */
+  /**
+   * Force-ends the child's tree, then the thread. The tree goes first, while the thread still
+   * lives: its event loop reaps the child. A child killed after its thread died stays a zombie
+   * under the supervisor, because Node cannot reap a pid it has no handle for.
+   */
   async terminate(): Promise<void> {
-    killGroup(this.pgid);
+    await this.killTree();
     if (!this.alive) return;
     await this.worker.terminate();
     await this.exited;
   }
+
+  /**
+   * SIGKILLs the child's process group and every descendant found in one `ps` snapshot (a
+   * `setsid` grandchild has left the group), then waits, bounded, for the root to be reaped.
+   * Children belong to the process, not the thread: this runs on every actor death.
+   */
+  async killTree(): Promise<void> {
+    const pid = this.pgid;
+    if (pid === undefined || pid <= 1) return;
+    const tree = await snapshotTree(pid, pid).catch(() => undefined);
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+    if (tree !== undefined) signalTracked(tree.processes, 'SIGKILL');
+    for (let i = 0; i < 50 && this.alive && pidExists(pid); i++) await delay(10);
+  }
 }
 
-function killGroup(pgid: number | undefined): void {
-  if (pgid === undefined || pgid <= 1) return;
+/** True until the pid is reaped (a zombie still exists). */
+function pidExists(pid: number): boolean {
   try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // already gone
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

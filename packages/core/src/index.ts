@@ -8,6 +8,8 @@ export type {
   EntrySummary,
   McpTransportPoolOptions,
   PoolSnapshot,
+  ReconnectPolicy,
+  RestartResult,
   ServerSnapshotSummary,
 } from './pool.js';
 export { PooledConnection } from './pooledConnection.js';

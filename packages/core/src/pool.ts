@@ -37,6 +37,8 @@ import {
 } from '@mcpool/protocol';
 import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
 import { WorkspaceBudget, type BudgetCell, type BudgetOptions } from './budget.js';
+import { GroupLedger, defaultStateDir } from './groupLedger.js';
+import { countZombieChildren } from '@mcpool/protocol/processTree';
 import { PooledConnection } from './pooledConnection.js';
 import type { SessionFields } from './sessionFilter.js';
 
@@ -55,12 +57,37 @@ export interface McpTransportPoolOptions {
   callTimeoutMs?: number;
   /** Budget of each child shutdown step (stdin end, SIGTERM). @default 2000 */
   shutdownStepMs?: number;
-  /** pino logger; child loggers are made per layer. @default pino at 'warn' on stderr */
+  /** pino logger; child loggers are made per layer. @default pino on stderr at `$MCPOOL_LOG_LEVEL`, else 'warn' */
   logger?: Logger;
   /** Receives entry lifecycle and budget events. A throwing listener is logged, never fatal. */
   onEvent?: (event: PoolEvent) => void;
   /** Actor thread hosting. */
   actorHost?: ActorHostOptions;
+  /** How often each actor thread is pinged; a busy-looping thread is caught by it. @default 300 */
+  heartbeatIntervalMs?: number;
+  /** A ping unanswered this long declares the actor dead. @default 700 */
+  heartbeatTimeoutMs?: number;
+  /**
+   * OTP-style restart intensity per entry key: more than `maxRestarts` transport losses or actor
+   * deaths within `periodMs` and the key stays failed (`MCPOOL_SERVER_FAILED`) until `restartByName`.
+   * @default { maxRestarts: 5, periodMs: 30000 }
+   */
+  restartIntensity?: { maxRestarts: number; periodMs: number };
+  /** Reconnect backoff after a transport loss. @default stdio 3 tries 500 ms apart; remote 5 tries, 1 s doubling to 16 s */
+  reconnect?: { stdio?: ReconnectPolicy; remote?: ReconnectPolicy };
+  /** Where the ledger of owned process groups lives (crash leftovers are reaped from it at start); `false` turns it off. @default $XDG_STATE_HOME/mcpool/groups */
+  stateDir?: string | false;
+}
+
+export type ReconnectPolicy = NonNullable<ActorStartArgs['reconnect']>;
+
+/** One entry's outcome of `restartByName`. */
+export interface RestartResult {
+  entryIndex: number;
+  restarted: boolean;
+  durationMs: number;
+  /** Why not restarted ('budget_would_exceed', 'superseded', 'failed', 'draining', …); or 'reset' for a failed entry brought back. */
+  reason?: string;
 }
 
 export interface DrainAllOptions {
@@ -97,6 +124,15 @@ export interface PoolSnapshot {
   liveActors: number;
 }
 
+/** A key whose restarts exceeded the intensity: refused until a manual restart. */
+interface TrippedKey {
+  serverName: string;
+  entryIndex: number;
+  config: ServerConfig;
+  pooled: boolean;
+  lastError: WireError;
+}
+
 interface PoolEntry {
   readonly id: ConnectionId;
   readonly serverName: string;
@@ -112,6 +148,10 @@ interface PoolEntry {
   budgetHeld: boolean;
   closing: Promise<void> | undefined;
   lastError: WireError | undefined;
+  restarting: Promise<RestartResult> | undefined;
+  pinging: boolean;
+  /** Set when the heartbeat gave up on the actor (its exit is then a death, whatever the code). */
+  unresponsive?: boolean;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -146,6 +186,15 @@ export class McpTransportPool {
   readonly #nextEntryIndex = new Map<string, number>();
   #unpooledSeq = 0;
   #draining = false;
+  readonly #tripped = new Map<ConnectionId, TrippedKey>();
+  readonly #failures = new Map<ConnectionId, number[]>();
+  /** Teardowns under way per key: a replacement spawns only once the old tree is gone. */
+  readonly #retiring = new Map<ConnectionId, Promise<void>>();
+  readonly #heartbeat: NodeJS.Timeout;
+  readonly #heartbeatTimeoutMs: number;
+  readonly #intensity: { maxRestarts: number; periodMs: number };
+  readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
+  readonly #ledger: GroupLedger | undefined;
 
   constructor(options: McpTransportPoolOptions = {}) {
     const positive = (name: string, value: number | undefined, fallback: number): number => {
@@ -161,10 +210,23 @@ export class McpTransportPool {
       spawnTimeoutMs: options.spawnTimeoutMs === undefined ? undefined : positive('spawnTimeoutMs', options.spawnTimeoutMs, 0),
       pooledTransports: options.pooledTransports ?? DEFAULT_POOLED_TRANSPORTS,
     };
-    this.#logger = (options.logger ?? pino({ level: 'warn' }, pino.destination(2))).child({ component: 'pool' });
+    this.#logger = (options.logger ?? pino({ level: process.env.MCPOOL_LOG_LEVEL ?? 'warn' }, pino.destination(2))).child({ component: 'pool' });
     this.#onEvent = options.onEvent;
     this.#budget = new WorkspaceBudget(options.budget ?? {}, (event) => this.#emitBudget(event));
     this.#host = new ActorHost(options.actorHost);
+    this.#intensity = options.restartIntensity ?? { maxRestarts: 5, periodMs: 30_000 };
+    if (!Number.isInteger(this.#intensity.maxRestarts) || this.#intensity.maxRestarts < 0 || !(this.#intensity.periodMs > 0)) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.restartIntensity must be { maxRestarts: integer ≥ 0, periodMs: > 0 }');
+    }
+    this.#reconnect = options.reconnect ?? {};
+    if (options.stateDir !== false) {
+      this.#ledger = new GroupLedger(options.stateDir ?? defaultStateDir());
+      const reaped = this.#ledger.reapLeftovers();
+      if (reaped.killed > 0) this.#logger.warn(reaped, 'killed process groups left by a crashed run');
+    }
+    this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
+    this.#heartbeat = setInterval(() => this.#pingActors(), positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300));
+    this.#heartbeat.unref();
     this.#host.prewarm();
   }
 
@@ -189,6 +251,12 @@ export class McpTransportPool {
     // An unpooled connection is its own entry; its id only has to be unique.
     const id = pooled ? connectionIdOf(name, fingerprint(config)) : (`${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId);
 
+    const tripped = this.#tripped.get(id);
+    if (tripped !== undefined) {
+      throw new PoolError(ErrorCode.SERVER_FAILED, `${name} failed more than ${this.#intensity.maxRestarts} times in ${this.#intensity.periodMs} ms and stays failed until restarted: ${tripped.lastError.message}`, {
+        data: { serverName: name, entryIndex: tripped.entryIndex, lastError: tripped.lastError },
+      });
+    }
     const token = { cancelled: false };
     let tokens = this.#pending.get(sessionId);
     if (tokens === undefined) this.#pending.set(sessionId, (tokens = new Set()));
@@ -274,6 +342,82 @@ export class McpTransportPool {
   }
 
   /**
+   * Restarts the entries of `name` (or only `entryIndex`) in place: the old process tree is swept,
+   * a new connection opened, and every view gets `disconnected` then `reconnected` with a fresh
+   * snapshot. Concurrent restarts of an entry share one. Drain and idle timers are cancelled at
+   * the start, and re-armed afterwards for an entry nobody holds. A key that tripped the restart
+   * intensity is brought back (`reason: 'reset'`) unless the budget refuses the new connection
+   * (`reason: 'budget_would_exceed'`). An unknown name gives `[]`; so does a draining pool.
+   */
+  async restartByName(name: string, options: { entryIndex?: number } = {}): Promise<RestartResult[]> {
+    if (this.#draining) return [];
+    const wanted = (entryIndex: number): boolean => options.entryIndex === undefined || options.entryIndex === entryIndex;
+    const work: Promise<RestartResult>[] = [];
+    for (const entry of this.#entries.values()) {
+      if (entry.serverName !== name || !wanted(entry.entryIndex) || isTerminal(entry.status)) continue;
+      entry.restarting ??= this.#restartEntry(entry).finally(() => {
+        entry.restarting = undefined;
+      });
+      work.push(entry.restarting);
+    }
+    for (const [id, tripped] of this.#tripped) {
+      if (tripped.serverName === name && wanted(tripped.entryIndex)) work.push(this.#resetTripped(id, tripped));
+    }
+    return Promise.all(work);
+  }
+
+  async #restartEntry(entry: PoolEntry): Promise<RestartResult> {
+    const started = Date.now();
+    const done = (restarted: boolean, reason?: string): RestartResult => ({
+      entryIndex: entry.entryIndex,
+      restarted,
+      durationMs: Date.now() - started,
+      ...(reason === undefined ? {} : { reason }),
+    });
+    if (entry.status === 'spawning') {
+      await entry.ready.catch(() => undefined);
+      return done(false, 'superseded');
+    }
+    try {
+      const outcome = await entry.handle.request<{ restarted: boolean; reason?: string }>('restart', null, {
+        timeoutMs: this.#spawnTimeoutFor(entry.config) + this.#options.shutdownStepMs * 3 + ACTOR_SLACK_MS,
+      });
+      if (outcome.restarted) {
+        this.#logger.info({ server: entry.serverName, entryIndex: entry.entryIndex, ms: Date.now() - started }, 'restarted');
+        // The restart left `draining`: nobody holds it, so the grace starts again.
+        if (entry.status === 'draining') entry.status = 'active';
+        entry.idle = false;
+        this.#idleIfUnused(entry);
+      }
+      return done(outcome.restarted, outcome.reason);
+    } catch (error) {
+      return done(false, error instanceof PoolError ? error.code : String(error));
+    }
+  }
+
+  async #resetTripped(id: ConnectionId, tripped: TrippedKey): Promise<RestartResult> {
+    const started = Date.now();
+    const result = (restarted: boolean, reason: string): RestartResult => ({ entryIndex: tripped.entryIndex, restarted, durationMs: Date.now() - started, reason });
+    if (this.#budget.wouldRefuse()) return result(false, 'budget_would_exceed');
+    this.#tripped.delete(id);
+    this.#failures.delete(id);
+    if (this.#entries.has(id)) return result(true, 'reset');
+    const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart');
+    try {
+      await entry.ready;
+      this.#idleIfUnused(entry);
+      return result(true, 'reset');
+    } catch (error) {
+      return result(false, error instanceof PoolError ? error.code : 'failed');
+    }
+  }
+
+  /** Health figures that need a process listing: zombie children (killed after their thread died). */
+  async getHealth(): Promise<{ liveActors: number; zombies: number; trippedKeys: number }> {
+    return { liveActors: this.#host.liveCount, zombies: await countZombieChildren(), trippedKeys: this.#tripped.size };
+  }
+
+  /**
    * Refuses new acquires (`MCPOOL_POOL_DRAINING`), closes every entry in parallel and ends the
    * actor threads. Entries still alive at the deadline are killed (thread and process group).
    */
@@ -291,12 +435,14 @@ export class McpTransportPool {
         entry.views.clear();
         try {
           if (force) {
+            entry.status = 'closed';
             await entry.handle.terminate();
             result.forced += 1;
           } else {
             const graceful = await withDeadline(this.#closeEntry(entry, 'drainAll').then(() => true), timeoutMs);
             if (graceful === true) result.drained += 1;
             else {
+              // Still alive at the deadline: kill the thread and the whole tree.
               await entry.handle.terminate();
               result.forced += 1;
             }
@@ -309,8 +455,11 @@ export class McpTransportPool {
       }),
     );
     this.#sessions.clear();
+    clearInterval(this.#heartbeat);
+    await withDeadline(Promise.allSettled([...this.#retiring.values()]), timeoutMs);
     await this.#host.close();
     this.#budget.dispose();
+    this.#ledger?.dispose();
     return result;
   }
 
@@ -359,6 +508,8 @@ export class McpTransportPool {
       budgetHeld: true,
       closing: undefined,
       lastError: undefined,
+      restarting: undefined,
+      pinging: false,
     };
     this.#entries.set(id, entry);
     const log = this.#logger.child({ server: name, entryIndex });
@@ -374,10 +525,13 @@ export class McpTransportPool {
       maxIdleMs: this.#options.maxIdleMs,
       shutdownStepMs: this.#options.shutdownStepMs,
       logLevel: this.#logger.level,
+      reconnect: config.transport === 'stdio' ? this.#reconnect.stdio : this.#reconnect.remote,
     };
     const started = Date.now();
-    entry.ready = handle
-      .request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS })
+    // A replacement starts only once its predecessor's process tree is gone (bounded).
+    const previous = this.#retiring.get(id);
+    entry.ready = (previous === undefined ? Promise.resolve() : withDeadline(previous, this.#options.shutdownStepMs * 2 + 3000))
+      .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
       .then((result) => {
         if (entry.status === 'spawning') entry.status = 'active';
         log.info({ pid: result.pid, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
@@ -458,13 +612,59 @@ export class McpTransportPool {
   }
 
   #closeEntry(entry: PoolEntry, reason: string): Promise<void> {
-    entry.closing ??= (async () => {
+    if (entry.closing === undefined) {
       // Terminal state first, synchronously: no attach can reach this entry from now on.
       if (!isTerminal(entry.status)) entry.status = 'closed';
       this.#evict(entry);
-      await entry.handle.shutdown(reason, this.#options.shutdownStepMs * 2 + 2000);
-    })();
+      entry.closing = this.#retire(entry, entry.handle.shutdown(reason, this.#options.shutdownStepMs * 2 + 2000));
+    }
     return entry.closing;
+  }
+
+  /** Tracks an entry's teardown so its replacement waits for it. */
+  #retire(entry: PoolEntry, teardown: Promise<void>): Promise<void> {
+    const done = teardown.catch(() => undefined).finally(() => {
+      if (this.#retiring.get(entry.id) === done) this.#retiring.delete(entry.id);
+      if (entry.handle.pgid !== undefined) this.#ledger?.remove(entry.handle.pgid);
+    });
+    this.#retiring.set(entry.id, done);
+    return done;
+  }
+
+  /** Counts a transport loss or actor death against the key's restart intensity; trips it past the limit. */
+  #recordFailure(entry: PoolEntry, lastError: WireError): void {
+    const now = Date.now();
+    const times = (this.#failures.get(entry.id) ?? []).filter((t) => now - t < this.#intensity.periodMs);
+    times.push(now);
+    this.#failures.set(entry.id, times);
+    if (times.length <= this.#intensity.maxRestarts || this.#tripped.has(entry.id)) return;
+    this.#tripped.set(entry.id, { serverName: entry.serverName, entryIndex: entry.entryIndex, config: entry.config, pooled: entry.pooled, lastError });
+    this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, failures: times.length, periodMs: this.#intensity.periodMs }, 'restart intensity exceeded: the server stays failed until restarted');
+    if (!isTerminal(entry.status)) {
+      entry.lastError = lastError;
+      this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, lastError });
+      void this.#closeEntry(entry, 'restart intensity exceeded');
+    }
+  }
+
+  #pingActors(): void {
+    for (const entry of this.#entries.values()) {
+      // A spawning actor may still be loading its modules; its start request has its own deadline.
+      if (entry.pinging || !entry.handle.alive || entry.status !== 'active' && entry.status !== 'draining') continue;
+      entry.pinging = true;
+      entry.handle
+        .request('ping', null, { timeoutMs: this.#heartbeatTimeoutMs })
+        .catch((error: unknown) => {
+          if (!(error instanceof PoolError) || error.code !== ErrorCode.CALL_TIMEOUT || !entry.handle.alive) return;
+          // Blocked (a busy loop, a runaway parse): it cannot serve its views. End it.
+          this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, timeoutMs: this.#heartbeatTimeoutMs }, 'actor stopped answering its heartbeat');
+          entry.unresponsive = true;
+          void entry.handle.terminate();
+        })
+        .finally(() => {
+          entry.pinging = false;
+        });
+    }
   }
 
   /** Removes an entry from routing, by identity, and gives back its budget slot once. */
@@ -477,6 +677,10 @@ export class McpTransportPool {
   }
 
   #onActorEvent(entry: PoolEntry, ev: string, data: unknown): void {
+    if (ev === 'spawned') {
+      this.#ledger?.add((data as ActorEvents['spawned']).pgid);
+      return;
+    }
     if (ev === 'status') {
       const { status, error } = data as ActorEvents['status'];
       if (entry.status === 'spawning' && status === 'active') return; // settled by `ready`
@@ -484,7 +688,7 @@ export class McpTransportPool {
       entry.status = status;
       if (status === 'closed') {
         this.#evict(entry);
-        void entry.handle.shutdown('closed', this.#options.shutdownStepMs + 1000);
+        void this.#retire(entry, entry.handle.shutdown('closed', this.#options.shutdownStepMs + 1000));
       } else if (status === 'failed') {
         entry.lastError = error;
         this.#evict(entry);
@@ -494,7 +698,12 @@ export class McpTransportPool {
     if (ev === 'connection') {
       const payload = data as ActorEvents['connection'];
       const base = { serverName: entry.serverName, entryIndex: entry.entryIndex, generation: payload.generation };
-      if (payload.status === 'disconnected') this.#emit({ ...base, type: 'disconnected', reason: payload.reason ?? 'transport_closed' });
+      if (payload.status === 'disconnected') {
+        this.#emit({ ...base, type: 'disconnected', reason: payload.reason ?? 'transport_closed' });
+        if (payload.reason !== 'restart') {
+          this.#recordFailure(entry, { code: ErrorCode.CALL_INTERRUPTED, message: `the transport of ${entry.serverName} was lost` });
+        }
+      }
       else if (payload.status === 'reconnected') this.#emit({ ...base, type: 'reconnected', clientGeneration: payload.clientGeneration });
       else {
         const lastError = payload.error ?? { code: ErrorCode.SERVER_FAILED, message: 'failed' };
@@ -502,26 +711,36 @@ export class McpTransportPool {
         this.#emit({ ...base, type: 'failed', lastError });
         for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
         entry.views.clear();
-        void entry.handle.shutdown('failed', this.#options.shutdownStepMs * 2 + 1000);
+        void this.#retire(entry, entry.handle.shutdown('failed', this.#options.shutdownStepMs * 2 + 1000));
       }
     }
   }
 
   #onActorExit(entry: PoolEntry, code: number): void {
-    if (entry.status === 'closed' || (entry.status === 'failed' && entry.views.size === 0)) {
+    // Whatever the exit, the child outlives its thread: end its tree (a no-op once it is gone).
+    const teardown = entry.handle.killTree();
+    if (!entry.unresponsive && (entry.status === 'closed' || (entry.status === 'failed' && entry.views.size === 0))) {
       this.#evict(entry);
+      void this.#retire(entry, teardown);
       return;
     }
-    // The thread died under a live entry: its views' ports closed with it.
-    const lastError: WireError = { code: ErrorCode.ACTOR_DIED, message: `the actor of ${entry.serverName} died (exit code ${code})`, data: { exitCode: code } };
+    // The thread died under a live entry: its views' ports closed with it, so their in-flight
+    // calls reject as interrupted.
+    const lastError: WireError = {
+      code: ErrorCode.ACTOR_DIED,
+      message: entry.unresponsive ? `the actor of ${entry.serverName} stopped answering and was ended` : `the actor of ${entry.serverName} died (exit code ${code})`,
+      data: { exitCode: code },
+    };
     entry.status = 'failed';
     entry.lastError = lastError;
     this.#evict(entry);
+    void this.#retire(entry, teardown);
     for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
     entry.views.clear();
     this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, exitCode: code }, 'actor died');
     this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, reason: 'actor_died' });
     this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, lastError });
+    this.#recordFailure(entry, lastError);
   }
 
   #index(sessionId: string, entry: PoolEntry): void {

@@ -6,6 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import {
   ErrorCode,
+  MCPCallInterruptedError,
   PoolError,
   RpcChannel,
   errorFromWire,
@@ -182,15 +183,31 @@ export class PooledConnection {
   #call(op: string, args: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
     if (this.#releaseError) return Promise.reject(this.#releaseError);
     const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
-    return this.#channel.request<Record<string, unknown>>(
-      op,
-      { ...args, timeoutMs },
-      {
-        signal: options.signal,
-        timeoutMs: timeoutMs + ACTOR_GRACE_MS,
-        onProgress: options.onProgress as ((data: unknown) => void) | undefined,
-      },
-    );
+    const clientGeneration = this.clientGeneration;
+    return this.#channel
+      .request<Record<string, unknown>>(
+        op,
+        { ...args, timeoutMs },
+        {
+          signal: options.signal,
+          timeoutMs: timeoutMs + ACTOR_GRACE_MS,
+          onProgress: options.onProgress as ((data: unknown) => void) | undefined,
+        },
+      )
+      .catch((error: unknown) => {
+        throw this.#interrupted(error, clientGeneration);
+      });
+  }
+
+  /** The actor's end vanished mid-call (its thread died): the call's result is unknown. */
+  #interrupted(error: unknown, clientGeneration: number): unknown {
+    if (!(error instanceof PoolError) || this.#status === 'released') return error;
+    if (error.code !== ErrorCode.PORT_CLOSED && error.code !== ErrorCode.ACTOR_DIED) return error;
+    return new MCPCallInterruptedError(`the actor of ${this.serverName} died during the call; its result is unknown`, {
+      serverName: this.serverName,
+      entryIndex: this.entryIndex,
+      clientGeneration,
+    }, error);
   }
 
   /** Listens to an event; returns a function that removes the listener. */

@@ -53,6 +53,7 @@ export type {
   CloseArgs,
   ControlOps,
   ProgressInfo,
+  RestartOutcome,
   ViewEvents,
   ViewOps,
 } from './messages.js';

@@ -45,6 +45,12 @@ export interface AttachArgs {
   port: import('node:worker_threads').MessagePort;
 }
 
+export interface RestartOutcome {
+  restarted: boolean;
+  /** Why not: 'failed' (the new connection could not start), 'superseded' (closed meanwhile), or the entry's status. */
+  reason?: string;
+}
+
 export interface CloseArgs {
   reason: string;
 }
@@ -56,6 +62,8 @@ export interface ControlOps {
   /** refs fell to 0 (`idle: true`) or rose from 0 (`idle: false`). */
   setIdle: { args: { idle: boolean }; result: { status: EntryStatus } };
   close: { args: CloseArgs; result: void };
+  /** Restart the connection in place (old tree swept first); concurrent restarts coalesce. */
+  restart: { args: null; result: RestartOutcome };
   ping: { args: null; result: 'pong' };
 }
 

@@ -7,5 +7,5 @@ export interface ShutdownConnectionInput {
 }
 
 export const shutdownConnection = fromPromise<void, ShutdownConnectionInput>(async ({ input }) => {
-  await input.connection?.close().catch(() => undefined);
+  await input.connection?.close();
 });

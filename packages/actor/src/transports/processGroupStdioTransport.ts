@@ -44,6 +44,7 @@ export class ProcessGroupStdioTransport implements Transport {
   #stderrTail = '';
   #closing: Promise<void> | undefined;
   #closeNotified = false;
+  #delivering = false;
 
   constructor(options: ProcessGroupStdioOptions) {
     this.#options = options;
@@ -127,7 +128,15 @@ export class ProcessGroupStdioTransport implements Transport {
   }
 
   #drainReadBuffer(): void {
-    for (;;) {
+    if (this.#delivering) return;
+    this.#delivering = true;
+    void this.#deliver().finally(() => {
+      this.#delivering = false;
+    });
+  }
+
+  async #deliver(): Promise<void> {
+    for (let i = 0; i < 1_000_000; i++) {
       let message: JSONRPCMessage | null;
       try {
         message = this.#readBuffer.readMessage();
@@ -138,6 +147,10 @@ export class ProcessGroupStdioTransport implements Transport {
       }
       if (message === null) return;
       this.onmessage?.(message);
+      // The SDK runs notification handlers one microtask late but settles responses at once, so a
+      // progress notification read in the same chunk as its response would find its handler gone.
+      // Let the notification's handler run before the next message is delivered.
+      if (!('id' in message)) await Promise.resolve();
     }
   }
 

@@ -1,0 +1,109 @@
+/**
+ * Our stdio transport against real children: its own process group, the shutdown sequence
+ * (stdin end → SIGTERM the group → SIGKILL the group), stderr drained, progress kept.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ProcessGroupStdioTransport, groupAlive } from '@mcpool/actor';
+import { FIXTURES, isAlive, killMarked, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
+
+const marks: string[] = [];
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.close()));
+  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+});
+
+function newMark(label: string): string {
+  const mark = marker(label);
+  marks.push(mark);
+  return mark;
+}
+
+async function connect(transport: ProcessGroupStdioTransport): Promise<Client> {
+  const client = new Client({ name: 'test', version: '1' });
+  clients.push(client);
+  await client.connect(transport);
+  return client;
+}
+
+function pgidOf(pid: number): number {
+  return Number(execFileSync('ps', ['-o', 'pgid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+}
+
+describe('ProcessGroupStdioTransport', () => {
+  it('starts the child in its own process group and reports its pid before initialize', async () => {
+    const mark = newMark('group');
+    let spawned: number | undefined;
+    const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [FIXTURES + 'echo.mjs', mark], onSpawn: (pid) => (spawned = pid) });
+    await connect(transport);
+    expect(spawned).toBe(transport.pid);
+    expect(pgidOf(transport.pid!)).toBe(transport.pid);
+    expect(pgidOf(transport.pid!)).not.toBe(pgidOf(process.pid));
+  });
+
+  it('a cooperative server exits on stdin end, before any signal', async () => {
+    const mark = newMark('coop');
+    const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [FIXTURES + 'echo.mjs', mark], shutdownStepMs: 5000 });
+    await connect(transport);
+    const started = Date.now();
+    await transport.close();
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(transport.exitInfo).toEqual({ code: 0, signal: null });
+    expect(pidsWithMarker(mark)).toEqual([]);
+  });
+
+  it('a server that ignores stdin end and SIGTERM is SIGKILLed after the two steps', async () => {
+    const mark = newMark('stubborn');
+    const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [FIXTURES + 'sigtermIgnoring.mjs', mark], shutdownStepMs: 200 });
+    await connect(transport);
+    await transport.close();
+    expect(transport.exitInfo?.signal).toBe('SIGKILL');
+    expect(isAlive(transport.pid!)).toBe(false);
+    expect(groupAlive(transport.pid!)).toBe(false);
+  });
+
+  it('`bash -c "sleep 60 & sleep 60"` leaves nothing: the whole group is ended', async () => {
+    const mark = newMark('bash');
+    // The marker rides along as $0 so the sleeps' parent can be found; the sleeps are in the group.
+    const transport = new ProcessGroupStdioTransport({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60', mark], shutdownStepMs: 200 });
+    await transport.start();
+    const pgid = transport.pid!;
+    await expect.poll(() => Number(execFileSync('sh', ['-c', `ps -A -o pgid= | grep -c "^ *${pgid}$" || true`], { encoding: 'utf8' })), { timeout: 3000 }).toBeGreaterThanOrEqual(2);
+    await transport.close();
+    // Killed grandchildren are re-parented to init, which reaps them a moment later.
+    await expect.poll(() => groupAlive(pgid), { timeout: 3000 }).toBe(false);
+  });
+
+  it('a progress notification in the same chunk as its response still reaches the caller', async () => {
+    const mark = newMark('chunk');
+    const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [new URL('./fixtures/sameChunkProgress.mjs', import.meta.url).pathname, mark] });
+    const client = await connect(transport);
+    for (let i = 0; i < 20; i++) {
+      const seen: number[] = [];
+      const result = await client.request({ method: 'tools/call', params: { name: 'go' } }, CallToolResultSchema, { onprogress: (p) => seen.push(p.progress) });
+      expect(result.content).toEqual([{ type: 'text', text: 'went' }]);
+      expect(seen).toEqual([1]);
+    }
+  });
+
+  it('drains a chatty stderr so the child never blocks, and keeps its tail for error messages', async () => {
+    const mark = newMark('flood');
+    const lines: string[] = [];
+    const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [FIXTURES + 'flooding.mjs', mark], onStderrLine: (line) => lines.push(line) });
+    const client = await connect(transport);
+    // 2 MB of stderr is far more than a pipe buffer: an undrained pipe would block the child.
+    const result = await client.callTool({ name: 'flood', arguments: { lines: 2048 } });
+    expect(result.content).toEqual([{ type: 'text', text: 'flooded 2048 KB' }]);
+    expect(lines.length).toBeGreaterThanOrEqual(2048);
+    expect(transport.stderrTail.length).toBeLessThanOrEqual(4096);
+  });
+
+  it('a command that does not exist rejects start with ENOENT', async () => {
+    const transport = new ProcessGroupStdioTransport({ command: '/nonexistent/server' });
+    await expect(transport.start()).rejects.toMatchObject({ code: 'ENOENT' });
+    await transport.close();
+  });
+});

@@ -1,0 +1,140 @@
+/**
+ * The process groups a pool owns, recorded on disk so that the next start can end what a crashed
+ * run left behind (detached children outlive their parent: that is what the group is for).
+ *
+ * One file per pool instance (`pool-<pid>-<random>.json`), so pools that run side by side never
+ * touch each other's records. At start, files whose owner is gone are reaped: each recorded group
+ * is killed only when its leader's pid, start time and command line all still match the record —
+ * a recycled pid is never signalled.
+ */
+import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { commandOf, startTimeOf } from '@mcpool/protocol/processTree';
+
+interface GroupRecord {
+  pgid: number;
+  startTime: string | undefined;
+  command: string | undefined;
+}
+
+interface LedgerFile {
+  ownerPid: number;
+  ownerStartTime: string | undefined;
+  groups: GroupRecord[];
+}
+
+export interface ReapResult {
+  /** Ledger files of dead owners that were read. */
+  files: number;
+  /** Groups killed because their leader still matched its record. */
+  killed: number;
+  /** Records skipped: the leader is gone, or its pid now belongs to another process. */
+  skipped: number;
+}
+
+/** `$XDG_STATE_HOME/mcpool/groups`, else `~/.local/state/mcpool/groups`. */
+export function defaultStateDir(): string {
+  const base = process.env.XDG_STATE_HOME ?? join(homedir(), '.local', 'state');
+  return join(base, 'mcpool', 'groups');
+}
+
+export class GroupLedger {
+  readonly dir: string;
+  readonly file: string;
+  readonly #groups = new Map<number, GroupRecord>();
+  #disabled = false;
+
+  constructor(dir: string) {
+    this.dir = dir;
+    this.file = join(dir, `pool-${process.pid}-${randomBytes(4).toString('hex')}.json`);
+  }
+
+  /** Ends the groups that crashed previous runs left, then forgets their files. Never throws. */
+  reapLeftovers(): ReapResult {
+    const result: ReapResult = { files: 0, killed: 0, skipped: 0 };
+    let names: string[];
+    try {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      names = readdirSync(this.dir);
+    } catch {
+      this.#disabled = true;
+      return result;
+    }
+    for (const name of names) {
+      if (!/^pool-\d+-[0-9a-f]+\.json$/.test(name)) continue;
+      const path = join(this.dir, name);
+      let ledger: LedgerFile;
+      try {
+        ledger = JSON.parse(readFileSync(path, 'utf8')) as LedgerFile;
+      } catch {
+        continue;
+      }
+      if (ownerAlive(ledger)) continue;
+      result.files += 1;
+      for (const group of ledger.groups ?? []) {
+        if (leaderMatches(group)) {
+          try {
+            process.kill(-group.pgid, 'SIGKILL');
+            result.killed += 1;
+          } catch {
+            result.skipped += 1;
+          }
+        } else {
+          result.skipped += 1;
+        }
+      }
+      rmSync(path, { force: true });
+    }
+    return result;
+  }
+
+  /** Records a group this pool now owns. */
+  add(pgid: number): void {
+    this.#groups.set(pgid, { pgid, startTime: startTimeOf(pgid), command: commandOf(pgid) });
+    this.#flush();
+  }
+
+  /** Forgets a group that was ended. */
+  remove(pgid: number): void {
+    if (this.#groups.delete(pgid)) this.#flush();
+  }
+
+  /** Removes this pool's file (clean shutdown). */
+  dispose(): void {
+    this.#groups.clear();
+    rmSync(this.file, { force: true });
+  }
+
+  #flush(): void {
+    if (this.#disabled) return;
+    const ledger: LedgerFile = { ownerPid: process.pid, ownerStartTime: startTimeOf(process.pid), groups: [...this.#groups.values()] };
+    try {
+      // Write then rename: a crash mid-write never leaves a truncated ledger.
+      const temp = `${this.file}.tmp`;
+      writeFileSync(temp, JSON.stringify(ledger), { mode: 0o600 });
+      renameSync(temp, this.file);
+    } catch {
+      // A read-only state dir must not break the pool: leftovers then rely on the OS.
+      this.#disabled = true;
+    }
+  }
+}
+
+function ownerAlive(ledger: LedgerFile): boolean {
+  if (ledger.ownerPid === process.pid) return true;
+  try {
+    process.kill(ledger.ownerPid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  return ledger.ownerStartTime === undefined || startTimeOf(ledger.ownerPid) === ledger.ownerStartTime;
+}
+
+function leaderMatches(group: GroupRecord): boolean {
+  if (!Number.isInteger(group.pgid) || group.pgid <= 1) return false;
+  const startTime = startTimeOf(group.pgid);
+  if (startTime === undefined || startTime !== group.startTime) return false;
+  return group.command !== undefined && commandOf(group.pgid) === group.command;
+}
