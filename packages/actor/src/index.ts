@@ -4,7 +4,7 @@
  */
 export { connectionMachine, statusOf } from './connectionMachine.js';
 export type { ConnectionContext, ConnectionEvent, ConnectionHooks, ConnectionInput, ReconnectPolicy } from './connectionMachine.js';
-export { ProcessGroupStdioTransport, groupAlive, signalGroup } from './transports/processGroupStdioTransport.js';
+export { ProcessGroupStdioTransport, TransportLostError, groupAlive, signalGroup } from './transports/processGroupStdioTransport.js';
 export type { ProcessGroupStdioOptions } from './transports/processGroupStdioTransport.js';
 export { SnapshotStore } from './snapshotStore.js';
 export { ServerConnection } from './serverConnection.js';

@@ -29,6 +29,7 @@ import {
 import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection } from './serverConnection.js';
+import { TransportLostError } from './transports/processGroupStdioTransport.js';
 import { SnapshotStore } from './snapshotStore.js';
 
 if (isMainThread || parentPort === null) {
@@ -240,7 +241,8 @@ function mapCallError(error: unknown, signal: AbortSignal, generation: number, t
     }
     return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
   }
-  if (conn.closed) {
+  // A call that raced the server's death: the write failed, or the loss was not reported yet.
+  if (conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
     return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
       serverName: args!.serverName,
       entryIndex: args!.entryIndex,
@@ -319,10 +321,18 @@ function end(reason: string): void {
   });
 }
 
-/** Last resort: kill the child's group now (no graceful steps), then end the thread. */
+let dying = false;
+
+/**
+ * Last resort: kill the child's group now (no graceful steps), let this thread's event loop reap
+ * the child (bounded; a child reaped by nobody stays a zombie under the supervisor), then end.
+ */
 function fatal(error: unknown): void {
+  if (dying) return;
+  dying = true;
+  const stdio = connection?.stdio;
   try {
-    connection?.stdio?.killGroupNow();
+    stdio?.killGroupNow();
     if (pgid !== undefined) process.kill(-pgid, 'SIGKILL');
   } catch {
     // the group may be gone already
@@ -334,7 +344,8 @@ function fatal(error: unknown): void {
   } catch {
     // stderr is gone: nothing more to do
   }
-  process.exit(1);
+  if (stdio === undefined) process.exit(1);
+  void stdio.waitForExit(300).finally(() => process.exit(1));
 }
 
 process.on('uncaughtException', fatal);

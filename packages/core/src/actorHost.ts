@@ -169,8 +169,10 @@ export class ActorHost {
   prewarm(): void {
     if (this.#closed || !this.#warmSpare || this.#spare !== undefined) return;
     const spare = this.#newWorker();
-    // An idle spare must not keep the process alive.
+    // An idle spare must not keep the process alive, and a spare that fails to boot (a bad
+    // workerUrl) must not crash the host: the next create() boots a fresh worker and fails there.
     spare.unref();
+    spare.on('error', () => undefined);
     spare.once('exit', () => {
       if (this.#spare === spare) this.#spare = undefined;
     });
@@ -200,6 +202,23 @@ export class ActorHost {
   }
 
   #newWorker(): Worker {
-    return new Worker(this.#workerPath, { resourceLimits: this.#resourceLimits, stderr: false, stdout: false });
+    return new Worker(this.#workerPath, { resourceLimits: this.#resourceLimits, stderr: false, stdout: false, execArgv: workerExecArgv() });
   }
+}
+
+/**
+ * The host's node flags that make sense in an actor thread. Workers inherit `execArgv` by
+ * default, and flags like `--input-type` or `--eval` make every worker fail to start.
+ */
+function workerExecArgv(): string[] {
+  const kept: string[] = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!/^--(enable-source-maps|conditions|experimental-|no-warnings|no-deprecation|trace-|stack-trace-limit)/.test(arg)) continue;
+    kept.push(arg);
+    // `--conditions node` comes as two arguments: keep its value with it.
+    if (arg === '--conditions' && i + 1 < args.length) kept.push(args[++i]!);
+  }
+  return kept;
 }

@@ -104,7 +104,12 @@ export class GroupLedger {
   /** Removes this pool's file (clean shutdown). */
   dispose(): void {
     this.#groups.clear();
-    rmSync(this.file, { force: true });
+    if (this.#disabled) return;
+    try {
+      rmSync(this.file, { force: true });
+    } catch {
+      // an unusable state dir was already reported by being disabled; never fail a drain on it
+    }
   }
 
   #flush(): void {

@@ -290,7 +290,9 @@ export class McpTransportPool {
         try {
           return await this.#attach(entry, sessionId, fields);
         } catch (error) {
-          if (error instanceof PoolError && error.code === ErrorCode.ENTRY_CLOSING && !token.cancelled) {
+          // The entry ended under the attach (closing, or its thread died): take a fresh one.
+          const ended = error instanceof PoolError && (error.code === ErrorCode.ENTRY_CLOSING || error.code === ErrorCode.ACTOR_DIED || error.code === ErrorCode.PORT_CLOSED);
+          if (ended && !token.cancelled) {
             this.#evict(entry);
             continue;
           }

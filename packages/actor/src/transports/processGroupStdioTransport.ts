@@ -28,6 +28,14 @@ export interface ProcessGroupStdioOptions {
   onStderrLine?: ((line: string) => void) | undefined;
 }
 
+/** A message could not reach the server because its process is gone or going. */
+export class TransportLostError extends Error {
+  override name = 'TransportLostError';
+  constructor(message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+  }
+}
+
 /** How much of the child's stderr is kept for error messages. */
 const STDERR_TAIL_BYTES = 4096;
 
@@ -157,10 +165,28 @@ export class ProcessGroupStdioTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (stdin === undefined || stdin === null || this.#exited || stdin.destroyed) {
-      throw new Error('the server process is not running');
+      throw new TransportLostError('the server process is not running');
     }
     const line = serializeMessage(message);
-    if (!stdin.write(line)) await once(stdin, 'drain');
+    try {
+      if (!stdin.write(line)) await once(stdin, 'drain');
+    } catch (error) {
+      // EPIPE and friends: the child is dying; the loss itself is reported by its exit.
+      throw new TransportLostError(`writing to the server failed: ${(error as Error).message}`, error);
+    }
+  }
+
+  /** Resolves when the child has exited (at once if it has), or after `ms`. */
+  async waitForExit(ms: number): Promise<boolean> {
+    const child = this.#child;
+    if (child === undefined || this.#exited) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const exited = await Promise.race([
+      once(child, 'exit').then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+    ]);
+    clearTimeout(timer);
+    return exited;
   }
 
   /**

@@ -1,0 +1,337 @@
+/**
+ * processTree against real processes (issue 3 §4: one `ps` snapshot walked in memory, fallback
+ * BFS, graceful degradation; never signal a recycled pid).
+ *
+ * Every tree is a `bash -c …` started detached (its own process group), with a marker unique to
+ * the test as `$0`. Each pid a test sees is recorded with its start time and killed by pid in
+ * `afterEach` (only if it is still the same process), then proven gone.
+ *
+ * PID 1 of this machine may not reap orphans: a killed orphan can stay a zombie, which every
+ * check here (`isRunning`, `isSameProcess`, `pidsWithMarker`) counts as gone.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  commandOf,
+  countZombieChildren,
+  isRunning,
+  isSameProcess,
+  signalTracked,
+  snapshotTree,
+  startTimeOf,
+  sweepTracked,
+  type TrackedProcess,
+} from '@mcpool/protocol/processTree';
+import { marker, pidsWithMarker, treeOf } from '../../../test/helpers/processes.js';
+
+const WAIT = { timeout: 10_000, interval: 20 };
+
+interface Started {
+  child: ChildProcess;
+  pid: number;
+  mark: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Every process a test started or saw in its trees, pinned by start time. */
+const owned: TrackedProcess[] = [];
+const marks: string[] = [];
+
+function own(pid: number): void {
+  if (owned.some((p) => p.pid === pid)) return;
+  owned.push({ pid, ppid: 0, pgid: 0, startTime: startTimeOf(pid) });
+}
+
+/** `bash -c script` in its own process group, `$0` = a fresh marker. */
+function startBash(script: string, label: string, stdio: 'ignore' | 'pipe' = 'ignore'): Started {
+  const mark = marker(label);
+  marks.push(mark);
+  const child = spawn('bash', ['-c', script, mark], { detached: true, stdio: [stdio, stdio, 'ignore'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  if (child.pid === undefined) throw new Error(`bash did not start for ${label}`);
+  own(child.pid);
+  return { child, pid: child.pid, mark, exited };
+}
+
+/** Waits until `root` has `count` live descendants/group members, and owns them. */
+async function descendants(root: number, count: number): Promise<number[]> {
+  let pids: number[] = [];
+  await vi.waitFor(() => {
+    pids = treeOf(root);
+    expect(pids).toHaveLength(count);
+  }, WAIT);
+  for (const pid of pids) own(pid);
+  return pids;
+}
+
+function pidsOf(processes: readonly TrackedProcess[]): number[] {
+  return processes.map((p) => p.pid).sort((a, b) => a - b);
+}
+
+function sorted(pids: readonly number[]): number[] {
+  return [...pids].sort((a, b) => a - b);
+}
+
+afterEach(async () => {
+  // Kill by pid what is still the same process, then prove every one of them gone.
+  const all = owned.splice(0);
+  signalTracked(all, 'SIGKILL');
+  await vi.waitFor(() => expect(all.filter((p) => isSameProcess(p)).map((p) => p.pid)).toEqual([]), WAIT);
+  for (const mark of marks.splice(0)) expect(pidsWithMarker(mark)).toEqual([]);
+});
+
+describe('snapshotTree', () => {
+  it('finds the root and both sleeps of `bash -c "sleep 60 & sleep 60"` with one ps snapshot', async () => {
+    const root = startBash('sleep 60 & sleep 60', 'tree');
+    const sleeps = await descendants(root.pid, 2);
+
+    const snapshot = await snapshotTree(root.pid, root.pid);
+
+    expect(snapshot.method).toBe('ps');
+    expect(snapshot.warning).toBeUndefined();
+    expect(snapshot.root).toBe(root.pid);
+    expect(pidsOf(snapshot.processes)).toEqual(sorted([root.pid, ...sleeps]));
+    for (const tracked of snapshot.processes) {
+      expect(tracked.pgid).toBe(root.pid);
+      expect(tracked.startTime).toMatch(/^\d+$/);
+      expect(isSameProcess(tracked)).toBe(true);
+    }
+    for (const pid of sleeps) expect(snapshot.processes.find((p) => p.pid === pid)!.ppid).toBe(root.pid);
+  });
+
+  it('still finds the sleeps through the process group once the root was SIGKILLed and they were re-parented', async () => {
+    const root = startBash('sleep 60 & sleep 60', 'orphans');
+    const sleeps = await descendants(root.pid, 2);
+
+    // 1. The root dies; its children are re-parented (to init or a subreaper).
+    process.kill(root.pid, 'SIGKILL');
+    expect((await root.exited).signal).toBe('SIGKILL');
+    await vi.waitFor(() => {
+      const ps = execFileSync('ps', ['-o', 'ppid=', '-p', sleeps.join(',')], { encoding: 'utf8' });
+      expect(ps.split('\n').filter(Boolean).map(Number)).not.toContain(root.pid);
+    }, WAIT);
+
+    // 2. By parent pid alone nothing is left to find; by group, both sleeps are.
+    const byParent = await snapshotTree(root.pid);
+    expect(pidsOf(byParent.processes)).toEqual([]);
+    const byGroup = await snapshotTree(root.pid, root.pid);
+    expect(byGroup.method).toBe('ps');
+    expect(pidsOf(byGroup.processes)).toEqual(sorted(sleeps));
+    for (const tracked of byGroup.processes) {
+      expect(tracked.ppid).not.toBe(root.pid);
+      expect(tracked.pgid).toBe(root.pid);
+    }
+  });
+
+  it('finds a `setsid` grandchild (another group) by the ppid walk while the root lives', async () => {
+    const root = startBash('setsid sleep 60 & sleep 60', 'setsid');
+    const kids = await descendants(root.pid, 2);
+    const groups = new Map(
+      execFileSync('ps', ['-o', 'pid=,pgid=', '-p', kids.join(',')], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.trim().split(/\s+/).map(Number) as [number, number]),
+    );
+    const escaped = kids.find((pid) => groups.get(pid) !== root.pid);
+    expect(escaped).toBeDefined();
+    expect(groups.get(escaped!)).toBe(escaped);
+
+    // 1. While the root lives, the walk by parent pid reaches it although it left the group.
+    const snapshot = await snapshotTree(root.pid, root.pid);
+    expect(pidsOf(snapshot.processes)).toEqual(sorted([root.pid, ...kids]));
+    expect(snapshot.processes.find((p) => p.pid === escaped)).toMatchObject({ ppid: root.pid, pgid: escaped });
+
+    // 2. Why the walk must come before the root is closed: afterwards it is unreachable.
+    process.kill(root.pid, 'SIGKILL');
+    await root.exited;
+    const late = await snapshotTree(root.pid, root.pid);
+    expect(pidsOf(late.processes)).not.toContain(escaped);
+  });
+
+  it('rejects a root that is not a pid > 1', async () => {
+    await expect(snapshotTree(1)).rejects.toThrow(RangeError);
+    await expect(snapshotTree(0)).rejects.toThrow(RangeError);
+    await expect(snapshotTree(1.5)).rejects.toThrow(RangeError);
+  });
+});
+
+describe('sweepTracked', () => {
+  it('ends a whole tree: SIGTERM, then SIGKILL for the processes that trap TERM; no survivor', async () => {
+    // root bash → sleep, a setsid sleep, and a bash that ignores TERM (its sleep inherits that).
+    const root = startBash(`sleep 60 & setsid sleep 60 & bash -c 'trap "" TERM; sleep 60; :' & wait`, 'sweep');
+    const kids = await descendants(root.pid, 4);
+    const snapshot = await snapshotTree(root.pid, root.pid);
+    expect(pidsOf(snapshot.processes)).toEqual(sorted([root.pid, ...kids]));
+
+    const result = await sweepTracked(snapshot, { graceMs: 500 });
+
+    expect(result).toMatchObject({ found: 5, terminated: 5, survivors: 0, method: 'ps' });
+    // The TERM-ignoring bash and its sleep needed the SIGKILL.
+    expect(result.killed).toBe(2);
+    expect((await root.exited).signal).toBe('SIGTERM');
+    for (const tracked of snapshot.processes) expect(isRunning(tracked.pid)).toBe(false);
+    expect(pidsWithMarker(root.mark)).toEqual([]);
+  });
+
+  it('`skipRoot` leaves the root to its owner and ends the rest', async () => {
+    // The root blocks on its stdin, so it outlives its children.
+    const root = startBash('sleep 60 & sleep 60 & read -r _ || exit 0', 'skiproot', 'pipe');
+    const kids = await descendants(root.pid, 2);
+    const snapshot = await snapshotTree(root.pid, root.pid);
+
+    const result = await sweepTracked(snapshot, { graceMs: 2000, skipRoot: true });
+
+    expect(result).toMatchObject({ found: 3, terminated: 2, killed: 0, survivors: 0 });
+    for (const pid of kids) expect(isRunning(pid)).toBe(false);
+    expect(isRunning(root.pid)).toBe(true);
+    expect(root.child.exitCode).toBeNull();
+    // The owner closes it its own way: stdin ends, `read` returns, bash exits 0.
+    root.child.stdin!.end();
+    expect(await root.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('never a recycled pid', () => {
+  it('a tracked process that exited is not the same process any more and is not signalled', async () => {
+    const root = startBash('read -r _ || exit 0', 'exited', 'pipe');
+    const snapshot = await snapshotTree(root.pid, root.pid);
+    expect(pidsOf(snapshot.processes)).toEqual([root.pid]);
+    const [tracked] = snapshot.processes;
+    expect(isSameProcess(tracked!)).toBe(true);
+
+    root.child.stdin!.end();
+    expect((await root.exited).code).toBe(0);
+
+    expect(isSameProcess(tracked!)).toBe(false);
+    expect(signalTracked([tracked!], 'SIGKILL')).toBe(0);
+    const sweep = await sweepTracked(snapshot, { graceMs: 100 });
+    expect(sweep).toMatchObject({ found: 1, terminated: 0, killed: 0, survivors: 0 });
+  });
+
+  it('a live pid whose start time differs from the record (a recycled pid) is never signalled', async () => {
+    // A process that answers on stdout: a SIGKILL it had received could not answer.
+    const root = startBash('while read -r line; do echo "pong $line"; done', 'recycled', 'pipe');
+    const snapshot = await snapshotTree(root.pid, root.pid);
+    const [tracked] = snapshot.processes;
+    const recycled: TrackedProcess = { ...tracked!, startTime: String(Number(tracked!.startTime) + 1) };
+
+    expect(isSameProcess(recycled)).toBe(false);
+    expect(signalTracked([recycled], 'SIGKILL')).toBe(0);
+    expect((await sweepTracked({ ...snapshot, processes: [recycled] }, { graceMs: 100 })).terminated).toBe(0);
+
+    // Still alive and answering after both attempts.
+    const answer = new Promise<string>((resolve) => root.child.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    root.child.stdin!.write('ping\n');
+    expect(await answer).toBe('pong ping\n');
+    expect(isRunning(root.pid)).toBe(true);
+
+    // The genuine record is signalled.
+    expect(signalTracked([tracked!], 'SIGKILL')).toBe(1);
+    expect((await root.exited).signal).toBe('SIGKILL');
+  });
+
+  it('never signals this process itself', async () => {
+    const self: TrackedProcess = { pid: process.pid, ppid: process.ppid, pgid: 0, startTime: startTimeOf(process.pid) };
+    expect(isSameProcess(self)).toBe(true);
+    expect(signalTracked([self], 'SIGKILL')).toBe(0);
+  });
+});
+
+describe('graceful degradation', () => {
+  /** Runs `fn` with PATH set to a temp dir holding only `tools` (symlinks to the real ones). */
+  async function withPath<T>(tools: string[], fn: () => Promise<T>): Promise<T> {
+    const dir = mkdtempSync(join(tmpdir(), 'mcpool-path-'));
+    const saved = process.env.PATH;
+    try {
+      for (const tool of tools) symlinkSync(execFileSync('bash', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(dir, tool));
+      process.env.PATH = dir;
+      return await fn();
+    } finally {
+      process.env.PATH = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('without ps it falls back to a pgrep walk and still finds the tree', async () => {
+    const root = startBash('sleep 60 & sleep 60', 'pgrep');
+    const kids = await descendants(root.pid, 2);
+
+    const snapshot = await withPath(['pgrep'], () => snapshotTree(root.pid, root.pid));
+
+    expect(snapshot.method).toBe('pgrep');
+    expect(snapshot.warning).toMatch(/^ps failed/);
+    expect(pidsOf(snapshot.processes)).toEqual(sorted([root.pid, ...kids]));
+    for (const tracked of snapshot.processes) expect(tracked.startTime).toMatch(/^\d+$/);
+    // The sweep works from that snapshot as well.
+    const result = await sweepTracked(snapshot, { graceMs: 2000 });
+    expect(result).toMatchObject({ found: 3, terminated: 3, survivors: 0, method: 'pgrep' });
+  });
+
+  it('with neither ps nor pgrep it returns method none, a warning and only the root; it never throws', async () => {
+    const root = startBash('sleep 60 & sleep 60', 'none');
+    await descendants(root.pid, 2);
+
+    const [snapshot, zombies] = await withPath([], async () => [await snapshotTree(root.pid, root.pid), await countZombieChildren()] as const);
+
+    expect(snapshot.method).toBe('none');
+    expect(snapshot.warning).toMatch(/ps failed.*pgrep failed/s);
+    expect(snapshot.processes).toEqual([{ pid: root.pid, ppid: 0, pgid: root.pid, startTime: startTimeOf(root.pid) }]);
+    expect(zombies).toBe(0);
+    // Only the root is known; the sweep ends it and reports honestly.
+    const result = await sweepTracked(snapshot, { graceMs: 2000 });
+    expect(result).toMatchObject({ found: 1, terminated: 1, survivors: 0, method: 'none' });
+    expect(result.warning).toBe(snapshot.warning);
+  });
+});
+
+describe('process facts', () => {
+  it('startTimeOf / commandOf / isRunning on this process', () => {
+    expect(startTimeOf(process.pid)).toMatch(/^\d+$/);
+    // /proc's argv: the script vitest forked this worker with is in it.
+    expect(commandOf(process.pid)).toContain(process.argv[1]!);
+    expect(isRunning(process.pid)).toBe(true);
+  });
+
+  it('startTimeOf / commandOf / isRunning on a pid that exited', async () => {
+    const child = spawn(process.execPath, ['-e', '']);
+    const pid = child.pid!;
+    await new Promise((resolve) => child.once('exit', resolve));
+    // A live pid of another process could in theory reuse it: only assert when it is still free.
+    if (!isRunning(pid)) {
+      expect(startTimeOf(pid)).toBeUndefined();
+      expect(commandOf(pid)).toBeUndefined();
+    }
+    expect(isRunning(pid)).toBe(false);
+  });
+
+  it('a zombie counts as not running, keeps its start time, has an empty command line', async () => {
+    // bash forks `sleep 0.2` and execs `sleep 60`, which never reaps it: a zombie under the root.
+    const root = startBash('sleep 0.2 & exec sleep 60', 'zombie');
+    let zombie = 0;
+    await vi.waitFor(() => {
+      const rows = execFileSync('ps', ['-o', 'pid=,stat=', '--ppid', String(root.pid)], { encoding: 'utf8' })
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/))
+        .filter(([, stat]) => stat?.startsWith('Z'));
+      expect(rows).toHaveLength(1);
+      zombie = Number(rows[0]![0]);
+    }, WAIT);
+
+    expect(isRunning(zombie)).toBe(false);
+    expect(startTimeOf(zombie)).toMatch(/^\d+$/);
+    expect(commandOf(zombie)).toBe('');
+    expect(isSameProcess({ pid: zombie, ppid: root.pid, pgid: root.pid, startTime: startTimeOf(zombie) })).toBe(false);
+    expect(isRunning(root.pid)).toBe(true);
+  });
+
+  it('countZombieChildren returns a count ≥ 0', async () => {
+    const count = await countZombieChildren();
+    expect(Number.isInteger(count)).toBe(true);
+    expect(count).toBeGreaterThanOrEqual(0);
+  });
+});
