@@ -121,7 +121,8 @@ export class ServerConnection {
       connection.#watch();
       return connection;
     } catch (error) {
-      await transport?.close().catch(() => undefined);
+      // A failed spawn sweeps its tree like any other close path.
+      if (transport !== undefined) await closeTransport(transport);
       await client.close().catch(() => undefined);
       throw toSpawnError(error, lastError);
     } finally {
@@ -239,28 +240,19 @@ export class ServerConnection {
   }
 
   /** Closes the client and the transport (the stdio child's whole group). */
-  /**
-   * Closes the client and the transport. For stdio, the descendants are found first (one `ps`
-   * snapshot: after the root exits they are re-parented and only their group still finds them),
-   * then the group goes through stdin end → SIGTERM → SIGKILL, then whatever left the group
-   * (a `setsid` daemon) is swept. Idempotent; never rejects.
-   */
+  /** Closes the client and the transport, sweeping a stdio server's tree. Idempotent; never rejects. */
   close(): Promise<SweepResult | undefined> {
     this.#closing ??= this.#close();
     return this.#closing;
   }
 
   async #close(): Promise<SweepResult | undefined> {
-    const stdio = this.stdio;
-    let tree: TreeSnapshot | undefined;
-    if (stdio?.pid !== undefined) tree = await snapshotTree(stdio.pid, stdio.pid).catch(() => undefined);
     try {
       // DELETE the remote session so single-session servers accept the next initialize (qwen #9962).
       if (this.transport instanceof StreamableHTTPClientTransport && this.transport.sessionId !== undefined) {
         await this.transport.terminateSession().catch(() => undefined);
       }
-      await this.transport.close().catch(() => undefined);
-      return tree === undefined ? undefined : await sweepTracked(tree, { graceMs: 500, skipRoot: true });
+      return await closeTransport(this.transport);
     } finally {
       await this.client.close().catch(() => undefined);
       this.#markClosed();
@@ -271,6 +263,19 @@ export class ServerConnection {
   get stdio(): ProcessGroupStdioTransport | undefined {
     return this.transport instanceof ProcessGroupStdioTransport ? this.transport : undefined;
   }
+}
+
+/**
+ * Closes a transport; for stdio, the descendants are found first (one `ps` snapshot: once the
+ * root exits they are re-parented and only their group still finds them), then the group goes
+ * through stdin end → SIGTERM → SIGKILL, then whatever left the group (a `setsid` daemon) is
+ * swept, its start time checked. Never rejects.
+ */
+async function closeTransport(transport: Transport): Promise<SweepResult | undefined> {
+  const pid = transport instanceof ProcessGroupStdioTransport ? transport.pid : undefined;
+  const tree: TreeSnapshot | undefined = pid === undefined ? undefined : await snapshotTree(pid, pid).catch(() => undefined);
+  await transport.close().catch(() => undefined);
+  return tree === undefined ? undefined : sweepTracked(tree, { graceMs: 500, skipRoot: true });
 }
 
 function emptyLists(): Lists {

@@ -216,18 +216,20 @@ async function handleView(op: string, opArgs: unknown, ctx: RpcHandlerContext): 
   }
   try {
     return await conn.request(method, params, {
-      signal: ctx.signal,
+      // Only a call its caller can cancel carries a signal upstream (it costs per call); the SDK's
+      // own timeout still sends `notifications/cancelled` for every call.
+      ...(callArgs.cancellable ? { signal: ctx.signal } : {}),
       timeout,
       ...(callArgs.wantProgress ? { onprogress: (progress) => ctx.progress(progress) } : {}),
     });
   } catch (error) {
-    throw mapCallError(error, ctx.signal, generation, timeout, conn);
+    throw mapCallError(error, callArgs.cancellable === true, ctx.signal, generation, timeout, conn);
   }
 }
 
-function mapCallError(error: unknown, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError {
+function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError {
   if (error instanceof PoolError) return error;
-  if (signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
+  if (cancellable && signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
   if (error instanceof McpError) {
     if (error.code === McpErrorCode.ConnectionClosed || conn.closed) {
       return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {

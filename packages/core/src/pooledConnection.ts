@@ -187,7 +187,7 @@ export class PooledConnection {
     return this.#channel
       .request<Record<string, unknown>>(
         op,
-        { ...args, timeoutMs },
+        { ...args, timeoutMs, ...(options.signal ? { cancellable: true } : {}) },
         {
           signal: options.signal,
           timeoutMs: timeoutMs + ACTOR_GRACE_MS,

@@ -170,6 +170,11 @@ function awkwardServers(mark: string): Record<string, Record<string, unknown>> {
     // three can be counted. Not an MCP server: it never initializes, so it is tested on the
     // spawn-timeout path.
     bashSleeps: { command: 'bash', args: ['-c', '(exec -a "$0" sleep 60) & (exec -a "$0" sleep 60)', mark] },
+    // The same shape as a real server: bash starts the two sleeps, then execs the server.
+    bashTree: {
+      command: 'bash',
+      args: ['-c', '(exec -a "$0" sleep 60) & (exec -a "$0" sleep 60) & exec "$1" "$2" "$0"', mark, process.execPath, FIXTURES + 'echo.mjs'],
+    },
     npxLike: { command: FIXTURES + 'npxLike.sh', args: [mark], env: { FIXTURE_NODE: process.execPath } },
     sigtermIgnoring: fixtureConfig('sigtermIgnoring.mjs', mark),
   };
@@ -181,6 +186,8 @@ async function treeFromView(view: PooledConnection, mark: string): Promise<numbe
   if (view.tools.some((tool) => tool.name === 'family')) {
     // npxLike: the server's parent is the sh wrapper, the root of the group.
     root = (JSON.parse(textOf(await view.callTool('family'))) as { ppid: number }).ppid;
+  } else if (view.tools.some((tool) => tool.name === 'pid')) {
+    root = pidFromResult(await view.callTool('pid'));
   } else {
     const pids = pidsWithMarker(mark);
     expect(pids).toHaveLength(1);
@@ -210,14 +217,14 @@ describe('nothing is left behind', () => {
     },
   } as const;
 
-  for (const server of ['npxLike', 'sigtermIgnoring'] as const) {
+  for (const server of ['bashTree', 'npxLike', 'sigtermIgnoring'] as const) {
     for (const [path, act] of Object.entries(paths)) {
       it(`${server}: ${path} leaves no process of the old tree`, async () => {
         const pool = newPool({ drainDelayMs: 100, actorHost: { workerUrl: CRASHABLE } });
         const mark = newMark(`${server}-${path.replace(/\W+/g, '')}`);
         const view = await pool.acquire(server, awkwardServers(mark)[server]!, 's1');
         const tree = await treeFromView(view, mark);
-        expect(tree.length).toBeGreaterThanOrEqual(server === 'npxLike' ? 3 : 1);
+        expect(tree.length).toBeGreaterThanOrEqual(server === 'sigtermIgnoring' ? 1 : 3);
 
         await act(pool, view);
 

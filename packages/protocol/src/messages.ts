@@ -85,6 +85,8 @@ export interface CallToolArgs {
   timeoutMs?: number | undefined;
   /** Ask the server for progress (sets a progress token upstream). */
   wantProgress?: boolean | undefined;
+  /** The caller may cancel: the actor then ties the upstream request to the view's cancel. */
+  cancellable?: boolean | undefined;
   _meta?: Record<string, unknown> | undefined;
 }
 
