@@ -335,6 +335,12 @@ export class McpTransportPool {
       server.entryCount += 1;
       server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status });
     }
+    // A key past its restart intensity stays visible as failed until it is restarted.
+    for (const tripped of this.#tripped.values()) {
+      const server = (servers[tripped.serverName] ??= { name: tripped.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
+      server.entryCount += 1;
+      server.entrySummary.push({ entryIndex: tripped.entryIndex, refs: 0, status: 'failed' });
+    }
     for (const server of Object.values(servers)) {
       server.entrySummary.sort((a, b) => a.entryIndex - b.entryIndex);
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));

@@ -99,6 +99,8 @@ describe('transport loss', () => {
     const refused = await pool.acquire('flaky', cfg, 's2').catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: ErrorCode.SERVER_FAILED, data: { serverName: 'flaky', lastError: { code: ErrorCode.CALL_INTERRUPTED } } });
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 10_000, interval: 20 });
+    expect(pool.getSnapshot().servers.flaky).toMatchObject({ status: 'failed', mcpStatus: 'DISCONNECTED', entrySummary: [{ entryIndex: 0, refs: 0, status: 'failed' }] });
+    expect(events.filter((event) => event.type === 'failed')).toHaveLength(1);
 
     // A manual restart resets the key and starts it again.
     const results = await pool.restartByName('flaky');
