@@ -5,6 +5,7 @@
 //
 //   {kind:'sessions', mode:'pool'|'direct', sessions, servers, mark}
 //   {kind:'scale', sessions, servers, mark}          (run with --expose-gc)
+//   {kind:'crash', mark, seconds, rounds, warmupMs}   (part 6: sections/crash.mjs)
 import { fixtureConfig, pidsWithMarker, treeRss } from './lib/procs.mjs';
 import { summarize } from './lib/stats.mjs';
 
@@ -143,7 +144,9 @@ async function scale() {
   }
 }
 
-const kinds = { sessions: () => (spec.mode === 'pool' ? sessionsPool() : sessionsDirect()), scale };
+const crash = async () => (await import('./sections/crash.mjs')).crashScenario(spec);
+
+const kinds = { sessions: () => (spec.mode === 'pool' ? sessionsPool() : sessionsDirect()), scale, crash };
 try {
   const result = await kinds[spec.kind]();
   process.stdout.write(`\n${JSON.stringify({ ok: true, result: { ...result, poolEvents: events } })}\n`);

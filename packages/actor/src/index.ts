@@ -10,3 +10,5 @@ export { SnapshotStore } from './snapshotStore.js';
 export { ServerConnection } from './serverConnection.js';
 export type { ListKind, Lists } from './serverConnection.js';
 
+export { WebSocketConnectError, WebSocketTransport } from './transports/websocketTransport.js';
+export type { WebSocketTransportOptions } from './transports/websocketTransport.js';

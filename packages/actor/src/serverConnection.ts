@@ -26,6 +26,7 @@ import {
 import { z } from 'zod';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
+import { WebSocketTransport } from './transports/websocketTransport.js';
 import type { Logger } from 'pino';
 
 /** The kinds of list a server can announce changes of. */
@@ -112,8 +113,16 @@ export class ServerConnection {
         await connectClient(client, stdio, signal, () => describeStdioFailure(stdio));
       } else if (config.transport === 'http' || config.transport === 'sse') {
         transport = await connectRemote(client, config, signal, logger);
+      } else if (config.transport === 'websocket') {
+        // Config validation guarantees a ws:// or wss:// `url` for this transport.
+        const ws = new WebSocketTransport({ url: config.url!, headers: config.headers });
+        transport = ws;
+        ws.onerror = (error) => {
+          lastError = error;
+        };
+        await connectClient(client, ws, signal);
       } else {
-        throw new PoolError(ErrorCode.SPAWN_FAILED, `transport '${config.transport}' is not supported yet`);
+        throw new PoolError(ErrorCode.SPAWN_FAILED, `transport '${String(config.transport)}' is not supported`);
       }
       signal.throwIfAborted();
       const connection = new ServerConnection(client, transport, (transport as { pid?: number }).pid, emptyLists());

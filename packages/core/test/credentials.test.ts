@@ -91,3 +91,24 @@ describe('the unpooled path', () => {
     await vi.waitFor(() => expect(pool.getSnapshot().liveActors).toBe(0), { timeout: 5000, interval: 20 });
   });
 });
+
+describe('websocket upstreams', () => {
+  it('are pooled by default: two sessions share one socket, and the configured headers reach the server', async () => {
+    const { startWsFixture } = await import('../../../test/fixtures/servers/wsServer.mjs');
+    const server = await startWsFixture();
+    try {
+      const pool = newPool();
+      const cfg = { url: server.url, headers: { Authorization: 'Bearer W' } };
+      const a = await pool.acquire('ws', cfg, 'A');
+      const b = await pool.acquire('ws', { ...cfg, excludeTools: ['whoami'] }, 'B');
+      expect(a.id).toBe(b.id);
+      expect(pool.getSnapshot().servers.ws!.entryCount).toBe(1);
+      expect(textOf(await a.callTool('whoami'))).toBe('Bearer W');
+      expect(textOf(await b.callTool('echo', { text: 'over ws' }))).toBe('over ws');
+      await expect(b.callTool('whoami')).rejects.toMatchObject({ code: 'MCPOOL_TOOL_NOT_ALLOWED' });
+    } finally {
+      await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
+      await server.close();
+    }
+  });
+});

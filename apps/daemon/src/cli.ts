@@ -1,0 +1,139 @@
+/**
+ * The `mcpool` command line (commander): `serve`, `status`, `restart`, `sessions`, `config check`.
+ * `main` returns the exit code instead of exiting, so tests can run it in process.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
+import { ConfigError } from '@mcpool/protocol';
+import { connect, formatRestart, formatSessions, formatStatus, UsageError, type CommandIo } from './commands/clientCommands.js';
+import { loadConfig, type LogLevel } from './config/daemonConfig.js';
+import { ExitCode, runServe, type StartOptions } from './serve.js';
+import { VERSION } from './version.js';
+import { resolve } from 'node:path';
+
+const EXIT_CODES_HELP = `
+Exit codes:
+  0  success (serve: a clean shutdown)
+  1  a request failed, or a forced shutdown
+  2  bad usage, a bad config, no token
+  3  cannot listen (port in use) or cannot reach the daemon`;
+
+function port(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number (0-65535)');
+  return Number(value);
+}
+
+function entryIndex(value: string): number {
+  if (!/^\d{1,9}$/.test(value)) throw new InvalidArgumentError('expected an entry index (a non-negative integer)');
+  return Number(value);
+}
+
+export interface MainIo extends Partial<CommandIo> {
+  /** Options passed to `startDaemon` by `serve` (tests). */
+  serve?: Partial<StartOptions>;
+}
+
+/** Runs the command line `argv` (as `process.argv`: node, script, args…); resolves with the exit code. */
+export async function main(argv: readonly string[], ioOverrides: MainIo = {}): Promise<number> {
+  const io: CommandIo = {
+    stdout: ioOverrides.stdout ?? ((text) => process.stdout.write(`${text}\n`)),
+    stderr: ioOverrides.stderr ?? ((text) => process.stderr.write(`${text}\n`)),
+    env: ioOverrides.env ?? process.env,
+    cwd: ioOverrides.cwd ?? process.cwd(),
+  };
+  let exitCode: number = ExitCode.OK;
+  const program = new Command('mcpool')
+    .description('One MCP connection pool for every client on this machine.')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.stdout(text.trimEnd()), writeErr: (text) => io.stderr(text.trimEnd()) })
+    .addHelpText('after', EXIT_CODES_HELP)
+    .showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('run the daemon: REST control API, event stream, pooled servers')
+    .option('-c, --config <file>', 'config file (default: $MCPOOL_CONFIG, ./.mcp.json, ~/.config/mcpool/config.json, else a built-in demo)')
+    .option('-p, --port <port>', 'port to listen on (default 7070, or $MCPOOL_PORT)', port)
+    .option('-H, --host <host>', 'address to listen on (default 127.0.0.1, or $MCPOOL_HOST)')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .action(async (options: { config?: string; port?: number; host?: string; logLevel?: LogLevel }) => {
+      exitCode = await runServe({
+        ...ioOverrides.serve,
+        env: io.env,
+        cwd: io.cwd,
+        ...(options.config ? { configPath: options.config } : {}),
+        overrides: { ...(options.port === undefined ? {} : { port: options.port }), ...(options.host ? { host: options.host } : {}), ...(options.logLevel ? { logLevel: options.logLevel } : {}) },
+      });
+    });
+
+  const clientOptions = (command: Command): Command =>
+    command.option('--url <url>', 'the daemon (default: $MCPOOL_URL, else host and port of the config)').option('-c, --config <file>', 'config to read the daemon address from');
+
+  clientOptions(program.command('status').description('servers, entries, refs, status and budget'))
+    .option('--json', 'print the raw JSON answer')
+    .action(async (options: { url?: string; config?: string; json?: boolean }) => {
+      const client = await connect(options, io);
+      const status = await client.getWorkspaceMcp();
+      io.stdout(options.json ? JSON.stringify(status, null, 2) : formatStatus(status));
+    });
+
+  clientOptions(program.command('restart').description('restart a server’s entries').argument('<server>', 'server name'))
+    .option('-e, --entry <n>', 'only this entry index', entryIndex)
+    .option('--json', 'print the raw JSON answer')
+    .action(async (server: string, options: { url?: string; config?: string; entry?: number; json?: boolean }) => {
+      const client = await connect(options, io);
+      const response = await client.restartServer(server, options.entry === undefined ? {} : { entryIndex: options.entry });
+      io.stdout(options.json ? JSON.stringify(response, null, 2) : formatRestart(server, response));
+    });
+
+  clientOptions(program.command('sessions').description('list the daemon sessions'))
+    .option('--json', 'print the raw JSON answer')
+    .action(async (options: { url?: string; config?: string; json?: boolean }) => {
+      const client = await connect(options, io);
+      const sessions = await client.listSessions();
+      io.stdout(options.json ? JSON.stringify({ sessions }, null, 2) : formatSessions(sessions));
+    });
+
+  program
+    .command('config')
+    .description('config commands')
+    .command('check')
+    .description('check a config file the way serve would load it (no server is started)')
+    .argument('<file>', 'the config file')
+    .action(async (file: string) => {
+      const path = resolve(io.cwd, file);
+      const config = await loadConfig({ kind: 'file', path, origin: 'flag' }, io.env);
+      const servers = Object.entries(config.servers).map(([name, server]) => `${name} (${server.transport})`);
+      const s = config.settings;
+      io.stdout(`${path}: ok`);
+      io.stdout(`servers: ${servers.length > 0 ? servers.join(', ') : '(none)'}`);
+      io.stdout(`daemon: ${s.host}:${s.port}, budget ${s.budget.clientBudget} (${s.budget.mode}), clients: ${s.clients.map((c) => `${c.id} [${c.rights.join(',')}]`).join(', ') || '(operator only)'}`);
+      for (const warning of config.warnings) io.stdout(`warning: ${warning.path}: ${warning.message}`);
+    });
+
+  try {
+    await program.parseAsync([...argv]);
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? ExitCode.OK : ExitCode.CONFIG;
+    if (error instanceof ConfigError) {
+      io.stderr(error.message);
+      return ExitCode.CONFIG;
+    }
+    if (error instanceof UsageError) {
+      io.stderr(`error: ${error.message}`);
+      return ExitCode.CONFIG;
+    }
+    if (error instanceof McpoolHttpError) {
+      io.stderr(`error: ${error.statusCode} ${error.code}: ${error.message}`);
+      return ExitCode.FAILURE;
+    }
+    if (error instanceof McpoolRequestError) {
+      io.stderr(`error: ${error.message}`);
+      return ExitCode.UNAVAILABLE;
+    }
+    io.stderr(`error: ${(error as Error).stack ?? String(error)}`);
+    return ExitCode.FAILURE;
+  }
+}

@@ -1,0 +1,297 @@
+/**
+ * The daemon's config: one JSON document holding the servers (any format `parseServersDocument`
+ * accepts: `mcpServers`, `servers`, `mcp.servers`) plus a `daemon` section for the daemon itself.
+ * Precedence: defaults < the file's `daemon` section < `MCPOOL_*` environment variables < command
+ * line flags. Loading is all-or-nothing: any problem throws one `ConfigError` naming the file, the
+ * JSON path (or the variable) and what was expected, never echoing a value.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { ConfigError, parseServersDocument, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
+import type { BudgetMode, Right } from '@mcpool/client';
+import { builtinConfigDocument } from './defaultConfig.js';
+import { issuesFrom, type Issue } from './zodIssues.js';
+
+/** Where the config came from. */
+export type ConfigSource =
+  | { kind: 'file'; path: string; origin: 'flag' | 'env' | 'cwd' | 'user' }
+  | { kind: 'builtin'; searched: string[] };
+
+/** A client allowed in with its own token, read from the environment variable `tokenEnv`. */
+export interface ClientSpec {
+  id: string;
+  tokenEnv: string;
+  rights: Right[];
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** The daemon section, resolved: every field has its value. */
+export interface DaemonSettings {
+  /** @default 7070 */
+  port: number;
+  /** @default '127.0.0.1' (loopback only; anything else is the operator's explicit choice) */
+  host: string;
+  /** @default { clientBudget: 50, mode: 'warn' } */
+  budget: { clientBudget: number; mode: BudgetMode };
+  /** @default ['stdio', 'websocket'] */
+  pooledTransports: TransportKind[];
+  /** How long an entry with no session stays warm. @default 30000 */
+  drainDelayMs: number;
+  /** Hard idle cap. @default 300000 */
+  maxIdleMs: number;
+  /** @default the pool's per-transport defaults */
+  spawnTimeoutMs: number | undefined;
+  /** @default 60000 */
+  callTimeoutMs: number;
+  /** Deadline of `drainAll` at shutdown; children still alive then are killed. @default 10000 */
+  shutdownTimeoutMs: number;
+  /** Extra clients and their rights. The daemon's own token has both rights. @default [] */
+  clients: ClientSpec[];
+  /** Host names accepted in the `Host` header besides localhost, 127.0.0.1 and [::1]. @default [] */
+  allowedHosts: string[];
+  /** Origins a browser may call from (exact `scheme://host:port`). @default [] (no browser origin) */
+  allowedOrigins: string[];
+  /** Largest request body. @default 262144 */
+  bodyLimitBytes: number;
+  /** Hold one reference on each configured server so it stays up with no session. @default true */
+  keepWarm: boolean;
+  /** SSE heartbeat interval. @default 15000 */
+  heartbeatMs: number;
+  /** How often entry states are compared for lifecycle events and log lines. @default 250 */
+  statusPollMs: number;
+  /** @default 'info' */
+  logLevel: LogLevel;
+  /** Reload when the config file changes. @default true */
+  watchConfig: boolean;
+}
+
+/** A loaded config: servers, settings, and where they came from. */
+export interface LoadedConfig {
+  source: ConfigSource;
+  servers: Record<string, ServerConfig>;
+  settings: DaemonSettings;
+  warnings: ConfigWarning[];
+  /** SHA-256 of the file's text (of the built-in document for `builtin`), to skip no-op reloads. */
+  digest: string;
+}
+
+/** Flags given on the command line; they win over everything. */
+export interface SettingsOverrides {
+  port?: number;
+  host?: string;
+  logLevel?: LogLevel;
+}
+
+export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSettings>({
+  port: 7070,
+  host: '127.0.0.1',
+  budget: { clientBudget: 50, mode: 'warn' },
+  pooledTransports: ['stdio', 'websocket'],
+  drainDelayMs: 30_000,
+  maxIdleMs: 300_000,
+  spawnTimeoutMs: undefined,
+  callTimeoutMs: 60_000,
+  shutdownTimeoutMs: 10_000,
+  clients: [],
+  allowedHosts: [],
+  allowedOrigins: [],
+  bodyLimitBytes: 256 * 1024,
+  keepWarm: true,
+  heartbeatMs: 15_000,
+  statusPollMs: 250,
+  logLevel: 'info',
+  watchConfig: true,
+});
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ms = z.number().int().min(0).max(24 * 3600 * 1000);
+
+const clientSchema = z
+  .object({
+    id: z.string().regex(/^[\w.-]{1,64}$/),
+    tokenEnv: z.string().regex(ENV_NAME),
+    rights: z.array(z.enum(['read', 'write'])).min(1),
+  })
+  .strict();
+
+/** The `daemon` section. Strict: a misspelt security setting must not be ignored silently. */
+export const daemonSectionSchema = z
+  .object({
+    port: z.number().int().min(0).max(65535),
+    host: z.string().min(1),
+    budget: z.object({ clientBudget: z.number().int().min(1), mode: z.enum(['enforce', 'warn', 'off']) }).partial().strict(),
+    pooledTransports: z.array(z.enum(['stdio', 'http', 'sse', 'websocket'])),
+    drainDelayMs: ms,
+    maxIdleMs: ms,
+    spawnTimeoutMs: ms,
+    callTimeoutMs: ms,
+    shutdownTimeoutMs: ms,
+    clients: z.array(clientSchema),
+    allowedHosts: z.array(z.string().min(1)),
+    allowedOrigins: z.array(z.string().min(1)),
+    bodyLimitBytes: z.number().int().min(1024).max(16 * 1024 * 1024),
+    keepWarm: z.boolean(),
+    heartbeatMs: z.number().int().min(10).max(600_000),
+    statusPollMs: z.number().int().min(10).max(60_000),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    watchConfig: z.boolean(),
+  })
+  .partial()
+  .strict();
+
+type DaemonSection = z.infer<typeof daemonSectionSchema>;
+
+/** `MCPOOL_*` variables → the daemon field they set, and how to read them. */
+const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => unknown }> = {
+  MCPOOL_PORT: { path: ['port'], parse: Number },
+  MCPOOL_HOST: { path: ['host'], parse: String },
+  MCPOOL_BUDGET: { path: ['budget', 'clientBudget'], parse: Number },
+  MCPOOL_BUDGET_MODE: { path: ['budget', 'mode'], parse: String },
+  MCPOOL_POOLED_TRANSPORTS: { path: ['pooledTransports'], parse: list },
+  MCPOOL_DRAIN_DELAY_MS: { path: ['drainDelayMs'], parse: Number },
+  MCPOOL_MAX_IDLE_MS: { path: ['maxIdleMs'], parse: Number },
+  MCPOOL_SPAWN_TIMEOUT_MS: { path: ['spawnTimeoutMs'], parse: Number },
+  MCPOOL_CALL_TIMEOUT_MS: { path: ['callTimeoutMs'], parse: Number },
+  MCPOOL_ALLOWED_ORIGINS: { path: ['allowedOrigins'], parse: list },
+  MCPOOL_LOG_LEVEL: { path: ['logLevel'], parse: String },
+};
+
+/** The environment variables `loadConfig` reads for overrides (besides `${VAR}` interpolation). */
+export const ENV_OVERRIDE_NAMES: readonly string[] = Object.freeze(Object.keys(ENV_OVERRIDES));
+
+function list(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** Reads `text` as JSON; a syntax error names the line and column, never the text around it. */
+export function parseJsonDocument(text: string, file: string | undefined): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const position = /position (\d+)/.exec((error as Error).message);
+    let where = '';
+    if (position) {
+      const before = text.slice(0, Number(position[1]));
+      const line = before.split('\n').length;
+      where = ` at line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
+    }
+    throw new ConfigError([{ path: '', expected: 'a JSON document', received: `got invalid JSON${where}` }], file);
+  }
+}
+
+/** The daemon section of `doc` with env overrides and flags applied, over the defaults. */
+export function resolveSettings(doc: unknown, env: Record<string, string | undefined>, overrides: SettingsOverrides = {}, file?: string): DaemonSettings {
+  const raw = typeof doc === 'object' && doc !== null && !Array.isArray(doc) ? (doc as Record<string, unknown>).daemon : undefined;
+  const issues: Issue[] = [];
+  let section: DaemonSection = {};
+  if (raw !== undefined) {
+    const parsed = daemonSectionSchema.safeParse(raw, { reportInput: true });
+    if (parsed.success) section = parsed.data;
+    else issues.push(...issuesFrom(parsed.error, 'daemon'));
+  }
+  // Env overrides: built into one overlay, checked by the same schema, errors named by variable.
+  const overlay: Record<string, unknown> = {};
+  const varOf = new Map<string, string>();
+  for (const [name, { path, parse }] of Object.entries(ENV_OVERRIDES)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    let target = overlay;
+    for (const key of path.slice(0, -1)) target = (target[key] ??= {}) as Record<string, unknown>;
+    target[path.at(-1)!] = parse(value);
+    varOf.set(path.join('.'), name);
+  }
+  let fromEnv: DaemonSection = {};
+  if (Object.keys(overlay).length > 0) {
+    const parsed = daemonSectionSchema.safeParse(overlay, { reportInput: true });
+    if (parsed.success) fromEnv = parsed.data;
+    else {
+      issues.push(
+        ...issuesFrom(parsed.error, (path) => {
+          const key = path.filter((k) => typeof k === 'string').join('.');
+          return `env.${varOf.get(key) ?? varOf.get(key.split('.')[0]!) ?? key}`;
+        }),
+      );
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues, file);
+  const merged: DaemonSettings = {
+    ...DEFAULT_SETTINGS,
+    ...stripUndefined(section),
+    ...stripUndefined(fromEnv),
+    budget: { ...DEFAULT_SETTINGS.budget, ...stripUndefined(section.budget ?? {}), ...stripUndefined(fromEnv.budget ?? {}) },
+  } as DaemonSettings;
+  if (overrides.port !== undefined) merged.port = overrides.port;
+  if (overrides.host !== undefined) merged.host = overrides.host;
+  if (overrides.logLevel !== undefined) merged.logLevel = overrides.logLevel;
+  const ids = new Set<string>();
+  merged.clients.forEach((client, i) => {
+    if (client.id === 'operator' || ids.has(client.id)) {
+      issues.push({ path: `daemon.clients[${i}].id`, expected: 'a unique id other than "operator"', received: `got ${JSON.stringify(client.id)} again` });
+    }
+    ids.add(client.id);
+  });
+  merged.allowedOrigins.forEach((origin, i) => {
+    if (normalizeOrigin(origin) === undefined) issues.push({ path: `daemon.allowedOrigins[${i}]`, expected: 'an origin such as http://localhost:3000', received: 'got something else' });
+  });
+  if (issues.length > 0) throw new ConfigError(issues, file);
+  return merged;
+}
+
+/** `scheme://host[:port]` in canonical form, or undefined when `value` is not an origin. */
+export function normalizeOrigin(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    if (url.origin === 'null') return undefined;
+    if (url.pathname !== '/' || url.search !== '' || url.hash !== '') return undefined;
+    return url.origin.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Loads the config from `source`: reads and parses the file (or the built-in document), checks
+ * the servers and the daemon section, applies env overrides and flags.
+ *
+ * @throws ConfigError for an unreadable file, invalid JSON, a bad server entry or daemon setting.
+ */
+export async function loadConfig(source: ConfigSource, env: Record<string, string | undefined>, overrides: SettingsOverrides = {}): Promise<LoadedConfig> {
+  let text: string;
+  let file: string | undefined;
+  if (source.kind === 'file') {
+    file = source.path;
+    try {
+      text = await readFile(source.path, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'an error';
+      throw new ConfigError([{ path: '', expected: 'a readable config file', received: `got ${code}` }], source.path);
+    }
+  } else {
+    text = JSON.stringify(builtinConfigDocument());
+  }
+  const doc = parseJsonDocument(text, file);
+  // Both halves are checked, so one run reports every problem in the file.
+  const problems: ConfigError['data']['issues'][number][] = [];
+  const collect = <T>(run: () => T): T | undefined => {
+    try {
+      return run();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.data.issues);
+      return undefined;
+    }
+  };
+  const settings = collect(() => resolveSettings(doc, env, overrides, file));
+  const parsed = collect(() => parseServersDocument(doc, { env, ...(file === undefined ? {} : { file }) }));
+  if (settings === undefined || parsed === undefined) throw new ConfigError(problems, file);
+  return { source, servers: parsed.servers, settings, warnings: parsed.warnings, digest: createHash('sha256').update(text).digest('hex') };
+}

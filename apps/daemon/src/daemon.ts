@@ -1,0 +1,632 @@
+/**
+ * `Daemon`: one `McpTransportPool` and what the REST API does with it. It holds no HTTP: the
+ * routes call these methods. What it owns:
+ * - the current config, and a warm hold (one pool session, `mcpool:warm`) on each configured
+ *   server so the servers stay up with no client session (`keepWarm`);
+ * - daemon sessions: each is one pool session that acquired its servers (the configured ones it
+ *   asked for, plus any it injected); deleting it is `pool.releaseSession`;
+ * - reload (seed §16): a changed fingerprint gets a new entry for new acquires while the old one
+ *   keeps its sessions and drains as they leave; nothing live is mutated;
+ * - the entry watcher: one event and one log line per lifecycle change, read off pool snapshots;
+ * - shutdown in the seed's order (§17).
+ */
+import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
+import {
+  ErrorCode,
+  McpTransportPool,
+  PoolError,
+  type DrainAllResult,
+  type McpTransportPoolOptions,
+  type PoolEvent,
+  type PoolSnapshot,
+  type PooledConnection,
+  type ServerConfig,
+} from '@mcpool/core';
+import { ConfigError, fingerprint, parseServersDocument } from '@mcpool/protocol';
+import type {
+  CreateSessionRequest,
+  DaemonEventPayload,
+  EntryStatus,
+  ReadyResponse,
+  ReloadResult,
+  RestartResponse,
+  RestartResult,
+  SessionInfo,
+  SessionServer,
+  ToolCallRequest,
+  ToolCallResponse,
+  WorkspaceMcpServer,
+  WorkspaceMcpStatus,
+} from '@mcpool/client';
+import { OPERATOR_ID, TokenRegistry, clientPrincipals, type Principal } from './auth.js';
+import type { DaemonSettings, LoadedConfig } from './config/daemonConfig.js';
+import { EventHub } from './events.js';
+import { DaemonErrorCode, HttpError } from './http/errors.js';
+import { DaemonMetrics } from './metrics.js';
+import type { SecretRedactor } from './secrets.js';
+
+/** The pool session that keeps configured servers warm. Not a daemon session: never listed. */
+export const WARM_SESSION_ID = 'mcpool:warm';
+
+/** Daemon settings a reload applies at once; any other change needs a daemon restart. */
+const LIVE_SETTINGS = ['clients', 'allowedHosts', 'allowedOrigins'] as const satisfies readonly (keyof DaemonSettings)[];
+
+export interface DaemonOptions {
+  config: LoadedConfig;
+  logger: Logger;
+  redactor: SecretRedactor;
+  /** The operator token (both rights). */
+  operatorToken: string;
+  /** Variables client tokens are read from. @default process.env */
+  env?: Record<string, string | undefined>;
+  /** Reads the config again (reload). @default reloading is refused */
+  reloadConfig?: () => Promise<LoadedConfig>;
+  /** Where the pool keeps its ledger of owned process groups (crash leftovers are reaped from it at start). @default the pool's default */
+  groupLedgerDir?: string | false;
+  /** Extra pool options (tests shorten timings). */
+  poolOptions?: Partial<McpTransportPoolOptions>;
+  /** @default '0.0.0' */
+  version?: string;
+}
+
+interface SessionSlot {
+  injected: boolean;
+  view?: PooledConnection;
+  error?: { code: string; message: string };
+}
+
+interface DaemonSession {
+  id: string;
+  clientId: string;
+  createdAt: string;
+  label: string | undefined;
+  servers: Map<string, SessionSlot>;
+  closed: boolean;
+}
+
+export class Daemon {
+  readonly pool: McpTransportPool;
+  readonly events = new EventHub();
+  readonly metrics: DaemonMetrics;
+  /** Who may call: the operator token and the config's clients (rebuilt on reload). */
+  readonly tokens = new TokenRegistry([]);
+  readonly version: string;
+  readonly startedAt = Date.now();
+  readonly #logger: Logger;
+  readonly #redactor: SecretRedactor;
+  readonly #operatorToken: string;
+  readonly #env: Record<string, string | undefined>;
+  readonly #reloadConfig: (() => Promise<LoadedConfig>) | undefined;
+  /** Settings the daemon runs with: the start-time ones, with live settings updated on reload. */
+  #settings: DaemonSettings;
+  #config: LoadedConfig;
+  readonly #sessions = new Map<string, DaemonSession>();
+  readonly #warm = new Map<string, PooledConnection>();
+  readonly #warmErrors = new Map<string, { code: string; message: string }>();
+  readonly #inFlight = new Map<AbortController, Promise<unknown>>();
+  readonly #streams = new Set<() => void>();
+  readonly #entries = new Map<string, { server: string; entryIndex: number; status: EntryStatus }>();
+  #progress = { total: 0, ready: 0, failed: 0, done: false };
+  #accepting = true;
+  #chain: Promise<unknown> = Promise.resolve();
+  #watchTimer: NodeJS.Timeout | undefined;
+  #closing: Promise<DrainAllResult> | undefined;
+
+  constructor(options: DaemonOptions) {
+    this.#config = options.config;
+    this.#settings = options.config.settings;
+    this.#logger = options.logger;
+    this.#redactor = options.redactor;
+    this.#operatorToken = options.operatorToken;
+    this.#env = options.env ?? process.env;
+    this.#reloadConfig = options.reloadConfig;
+    this.version = options.version ?? '0.0.0';
+    for (const config of Object.values(this.#config.servers)) this.#redactor.addServerConfig(config);
+    this.#redactor.add(this.#operatorToken);
+    this.#applyClients();
+    const s = this.#settings;
+    this.pool = new McpTransportPool({
+      drainDelayMs: s.drainDelayMs,
+      maxIdleMs: s.maxIdleMs,
+      budget: { clientBudget: s.budget.clientBudget, mode: s.budget.mode },
+      pooledTransports: s.pooledTransports,
+      ...(s.spawnTimeoutMs === undefined ? {} : { spawnTimeoutMs: s.spawnTimeoutMs }),
+      callTimeoutMs: s.callTimeoutMs,
+      logger: this.#logger,
+      onEvent: (event) => this.#onPoolEvent(event),
+      ...(options.groupLedgerDir === undefined ? {} : { stateDir: options.groupLedgerDir }),
+      ...options.poolOptions,
+    });
+    this.metrics = new DaemonMetrics({
+      snapshot: () => this.pool.getSnapshot(),
+      health: () => this.pool.getHealth(),
+      sessions: () => this.#sessions.size,
+      eventSubscribers: () => this.events.subscribers,
+    });
+  }
+
+  get settings(): Readonly<DaemonSettings> {
+    return this.#settings;
+  }
+
+  get config(): Readonly<LoadedConfig> {
+    return this.#config;
+  }
+
+  get accepting(): boolean {
+    return this.#accepting;
+  }
+
+  /** Tool calls under way through daemon sessions. */
+  get inFlightCalls(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * Starts the entry watcher and warms every configured server, logging "N/M servers ready" as
+   * each settles. Resolves when all have settled (a failed start is logged, not thrown).
+   */
+  start(): Promise<void> {
+    this.#watchTimer ??= setInterval(() => this.checkEntries(), this.#settings.statusPollMs).unref();
+    const warming = this.#serialize(() => this.#warmAll());
+    return warming;
+  }
+
+  // --- Status -------------------------------------------------------------------------------
+
+  /** `GET /workspace/mcp`. Never holds a fingerprint, an env value or a header. */
+  status(): WorkspaceMcpStatus {
+    const snapshot = this.pool.getSnapshot();
+    const configured = this.#config.servers;
+    const names = [...new Set([...Object.keys(configured), ...Object.keys(snapshot.servers)])].sort();
+    const servers = names.map((name): WorkspaceMcpServer => {
+      const live = snapshot.servers[name];
+      const config = configured[name];
+      const lastError = this.#warmErrors.get(name);
+      const common = {
+        kind: 'mcp_server' as const,
+        name,
+        configured: config !== undefined,
+        ...(config ? { transport: config.transport } : {}),
+        ...(lastError ? { lastError: { ...lastError } } : {}),
+      };
+      if (live === undefined) return { ...common, status: lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
+      return {
+        ...common,
+        status: live.status,
+        mcpStatus: live.mcpStatus === 'CONNECTED' ? 'connected' : live.mcpStatus === 'CONNECTING' ? 'connecting' : 'disconnected',
+        entryCount: live.entryCount,
+        entrySummary: live.entrySummary.map((entry) => ({ entryIndex: entry.entryIndex, refs: entry.refs, status: entry.status })),
+      };
+    });
+    const b = snapshot.budget;
+    return {
+      initialized: true,
+      ready: this.#progress.done,
+      servers,
+      budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status },
+      sessions: this.#sessions.size,
+    };
+  }
+
+  /** `GET /readyz`: ready once every configured server has been started once (ready or failed). */
+  readiness(): ReadyResponse {
+    const { total, ready, failed, done } = this.#progress;
+    return { ready: done, servers: { total, ready, failed } };
+  }
+
+  // --- Restart --------------------------------------------------------------------------------
+
+  /**
+   * Restarts the entries of `name` (seed §13): the legacy `{restarted, durationMs}` when the name
+   * has one entry and no `entryIndex` was given, else `{entries}`. A configured server with no
+   * live entry is started again through the warm hold.
+   *
+   * @throws HttpError NOT_FOUND for an unknown server or entry.
+   */
+  async restart(name: string, entryIndex?: number): Promise<RestartResponse> {
+    this.#assertAccepting();
+    const snapshot = this.pool.getSnapshot();
+    const configured = Object.hasOwn(this.#config.servers, name);
+    const live = snapshot.servers[name];
+    if (!configured && live === undefined) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
+    if (entryIndex !== undefined && !live?.entrySummary.some((entry) => entry.entryIndex === entryIndex)) {
+      throw new HttpError(DaemonErrorCode.NOT_FOUND, `server ${JSON.stringify(name)} has no entry ${entryIndex}`);
+    }
+    let results: RestartResult[] = [];
+    if (live !== undefined) results = await this.pool.restartByName(name, entryIndex === undefined ? {} : { entryIndex });
+    if (results.length === 0) {
+      if (entryIndex !== undefined) throw new HttpError(DaemonErrorCode.NOT_FOUND, `server ${JSON.stringify(name)} has no entry ${entryIndex}`);
+      if (!configured || !this.#settings.keepWarm) return { restarted: false, durationMs: 0, skipped: true, reason: 'not_running' };
+      const started = Date.now();
+      const ok = await this.#warmOne(name);
+      results = [{ entryIndex: this.#warm.get(name)?.entryIndex ?? -1, restarted: ok, durationMs: Date.now() - started, ...(ok ? {} : { reason: 'start_failed' }) }];
+    }
+    for (const result of results) {
+      this.metrics.restarts.inc({ server: name, result: result.restarted ? 'restarted' : 'skipped' });
+      this.#logger.info({ server: name, entryIndex: result.entryIndex, restarted: result.restarted, ms: result.durationMs, reason: result.reason }, result.restarted ? 'entry restarted' : 'entry restart skipped');
+    }
+    this.#publish({ type: 'server_restarted', serverName: name, entries: results.map((r) => ({ ...r })) });
+    this.checkEntries();
+    if (entryIndex === undefined && results.length === 1) {
+      const [only] = results as [RestartResult];
+      return only.restarted ? { restarted: true, durationMs: only.durationMs } : { restarted: false, durationMs: only.durationMs, skipped: true, ...(only.reason ? { reason: only.reason } : {}) };
+    }
+    return { entries: results };
+  }
+
+  // --- Reload ---------------------------------------------------------------------------------
+
+  /**
+   * Re-reads the config (seed §16). Changed fingerprints get a new entry for new acquires (the
+   * warm hold moves to it); the old entry keeps its sessions and drains as they leave. Client
+   * tokens, allowed hosts and origins apply at once; other daemon settings are reported in
+   * `needsRestart`. An invalid file changes nothing.
+   *
+   * @throws HttpError CONFIG_REJECTED (409) when the file is invalid.
+   */
+  reload(trigger: 'api' | 'signal' | 'file'): Promise<ReloadResult> {
+    this.#assertAccepting();
+    return this.#serialize(() => this.#reload(trigger));
+  }
+
+  async #reload(trigger: 'api' | 'signal' | 'file'): Promise<ReloadResult> {
+    if (this.#reloadConfig === undefined) throw new HttpError(DaemonErrorCode.NOT_IMPLEMENTED, 'this daemon has no config source to reload');
+    const previous = this.#config;
+    let next: LoadedConfig;
+    try {
+      next = await this.#reloadConfig();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      this.metrics.reloads.inc({ result: 'rejected' });
+      this.#logger.error({ trigger, code: error.code }, `config rejected, the running config is unchanged: ${error.message}`);
+      this.#publish({ type: 'config_rejected', trigger, message: error.message });
+      throw new HttpError(DaemonErrorCode.CONFIG_REJECTED, `${error.message}\n(the running config is unchanged)`, { data: { file: error.data.file } });
+    }
+    const result = diffServers(previous.servers, next.servers);
+    const needsRestart = (Object.keys(next.settings) as (keyof DaemonSettings)[]).filter(
+      (key) => !(LIVE_SETTINGS as readonly string[]).includes(key) && !isDeepStrictEqual(this.#settings[key], next.settings[key]),
+    );
+    const reloadResult: ReloadResult = { source: next.source.kind === 'file' ? next.source.path : null, ...result, needsRestart };
+    if (trigger === 'file' && next.digest === previous.digest) return reloadResult;
+
+    for (const config of Object.values(next.servers)) this.#redactor.addServerConfig(config);
+    this.#config = next;
+    this.#settings = { ...this.#settings, ...Object.fromEntries(LIVE_SETTINGS.map((key) => [key, next.settings[key]])) };
+    this.#applyClients();
+    // The warm hold follows the config: off the old entries, onto the new ones.
+    await Promise.all(
+      [...result.changed, ...result.removed].map(async (name) => {
+        const view = this.#warm.get(name);
+        this.#warm.delete(name);
+        this.#warmErrors.delete(name);
+        await view?.release();
+      }),
+    );
+    if (this.#settings.keepWarm) await Promise.all([...result.changed, ...result.added].map((name) => this.#warmOne(name)));
+    this.metrics.reloads.inc({ result: 'applied' });
+    this.#logger.info({ trigger, added: result.added, removed: result.removed, changed: result.changed, needsRestart }, 'config reloaded');
+    if (needsRestart.length > 0) this.#logger.warn({ settings: needsRestart }, 'these daemon settings changed but apply only after a restart of the daemon');
+    this.#publish({ type: 'config_reloaded', trigger, added: result.added, removed: result.removed, changed: result.changed });
+    this.checkEntries();
+    return reloadResult;
+  }
+
+  #applyClients(): void {
+    const { entries, problems } = clientPrincipals(this.#settings.clients, this.#env);
+    for (const problem of problems) {
+      this.#logger.warn({ client: problem.id, variable: problem.tokenEnv, problem: problem.problem }, `client ${problem.id} is disabled: its token variable ${problem.tokenEnv} is ${problem.problem === 'unset' ? 'unset' : 'too short'}`);
+    }
+    for (const entry of entries) this.#redactor.add(entry.token);
+    this.tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['read', 'write'] }, ...entries]);
+  }
+
+  // --- Sessions -------------------------------------------------------------------------------
+
+  /**
+   * Creates a daemon session: acquires the configured servers it asked for (all by default) and
+   * the ones it injected, each through the pool under the session's id. A server that fails to
+   * start is reported in the session, not as a failed request. Injected configs are interpolated
+   * against no variables at all: the daemon's environment never flows into a client's config.
+   *
+   * @throws ConfigError (400) for a bad injected config, HttpError BAD_REQUEST for an unknown
+   *   configured server, FORBIDDEN when a stdio server is injected without the `write` right.
+   */
+  async createSession(principal: Principal, request: CreateSessionRequest): Promise<SessionInfo> {
+    this.#assertAccepting();
+    const configured = this.#config.servers;
+    const wanted = request.servers ?? Object.keys(configured);
+    const injected = request.mcpServers === undefined ? {} : parseServersDocument({ mcpServers: request.mcpServers }, { env: {} }).servers;
+    wanted.forEach((name, i) => {
+      if (!Object.hasOwn(configured, name) && !Object.hasOwn(injected, name)) {
+        throw new HttpError(DaemonErrorCode.BAD_REQUEST, `servers[${i}]: no configured server is named ${JSON.stringify(name)}`);
+      }
+    });
+    // Running a command is remote code execution: it takes the write right, whatever the route.
+    if (Object.values(injected).some((config) => config.transport === 'stdio') && !principal.rights.has('write')) {
+      throw new HttpError(DaemonErrorCode.FORBIDDEN, 'injecting a stdio server needs the write right');
+    }
+    for (const config of Object.values(injected)) this.#redactor.addServerConfig(config);
+
+    const plan = new Map<string, { config: ServerConfig; injected: boolean }>();
+    for (const name of wanted) if (Object.hasOwn(configured, name)) plan.set(name, { config: configured[name]!, injected: false });
+    for (const [name, config] of Object.entries(injected)) plan.set(name, { config, injected: true });
+
+    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false };
+    this.#sessions.set(session.id, session);
+    if (Object.keys(injected).length > 0) {
+      // S-5: every stdio launch by a client is logged (command only: never env or headers).
+      for (const [name, config] of Object.entries(injected)) {
+        this.#logger.info({ sessionId: session.id, client: principal.id, server: name, transport: config.transport, command: config.command }, 'session injects a server');
+      }
+    }
+    await Promise.all(
+      [...plan].map(async ([name, { config, injected: isInjected }]) => {
+        try {
+          const view = await this.pool.acquire(name, config, session.id);
+          session.servers.set(name, { injected: isInjected, view });
+        } catch (error) {
+          const wire = toPlainError(error);
+          session.servers.set(name, { injected: isInjected, error: wire });
+          if (wire.code === ErrorCode.SPAWN_FAILED || wire.code === ErrorCode.SPAWN_TIMEOUT) this.metrics.failures.inc({ server: name, kind: 'spawn' });
+          this.#logger.warn({ sessionId: session.id, server: name, code: wire.code, error: wire.message }, 'session could not acquire a server');
+        }
+      }),
+    );
+    if (session.closed) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${session.id} was closed while its servers started`);
+    this.#logger.info({ sessionId: session.id, client: principal.id, servers: plan.size }, 'session created');
+    this.#publish({ type: 'session_created', sessionId: session.id, clientId: principal.id });
+    this.checkEntries();
+    return this.#info(session);
+  }
+
+  listSessions(): SessionInfo[] {
+    return [...this.#sessions.values()].map((session) => this.#info(session));
+  }
+
+  /** @throws HttpError NOT_FOUND */
+  getSession(id: string): SessionInfo {
+    const session = this.#sessions.get(id);
+    if (session === undefined) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
+    return this.#info(session);
+  }
+
+  /**
+   * Closes a session: `pool.releaseSession`, so its entries drain when no other session holds
+   * them. Only its creator or the operator may; to anyone else it does not exist (404).
+   */
+  async deleteSession(principal: Principal, id: string): Promise<void> {
+    const session = this.#owned(principal, id);
+    this.#sessions.delete(id);
+    session.closed = true;
+    await this.pool.releaseSession(id);
+    this.#logger.info({ sessionId: id, client: principal.id }, 'session closed');
+    this.#publish({ type: 'session_closed', sessionId: id });
+    this.checkEntries();
+  }
+
+  /** Calls a tool through the session's filtered view of `server`. */
+  async callTool(principal: Principal, id: string, request: ToolCallRequest): Promise<ToolCallResponse> {
+    this.#assertAccepting();
+    const session = this.#owned(principal, id);
+    const slot = session.servers.get(request.server);
+    if (slot === undefined) throw new HttpError(DaemonErrorCode.NOT_FOUND, `session ${id} has no server ${JSON.stringify(request.server)}`);
+    if (slot.view === undefined) {
+      const error = slot.error ?? { code: ErrorCode.SERVER_FAILED, message: 'the server did not start' };
+      throw new PoolError(error.code, `${request.server} did not start for this session: ${error.message}`);
+    }
+    const controller = new AbortController();
+    const started = performance.now();
+    const call = slot.view.callTool(request.name, request.arguments, { signal: controller.signal, ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }) });
+    this.#inFlight.set(controller, call.catch(() => undefined));
+    try {
+      const result = await call;
+      this.metrics.callDuration.observe({ server: request.server, outcome: 'ok' }, (performance.now() - started) / 1000);
+      return { result };
+    } catch (error) {
+      this.metrics.callDuration.observe({ server: request.server, outcome: 'error' }, (performance.now() - started) / 1000);
+      this.metrics.failures.inc({ server: request.server, kind: 'call' });
+      if (controller.signal.aborted) throw new HttpError(DaemonErrorCode.SHUTTING_DOWN, 'the daemon is shutting down; the call was cancelled');
+      throw error;
+    } finally {
+      this.#inFlight.delete(controller);
+    }
+  }
+
+  #owned(principal: Principal, id: string): DaemonSession {
+    const session = this.#sessions.get(id);
+    // Session ids are not credentials (H-13): another client's session is "not found".
+    if (session === undefined || (session.clientId !== principal.id && principal.id !== OPERATOR_ID)) {
+      throw new HttpError(DaemonErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
+    }
+    return session;
+  }
+
+  #info(session: DaemonSession): SessionInfo {
+    const servers = [...session.servers]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, slot]): SessionServer => {
+        if (slot.view === undefined) return { name, injected: slot.injected, status: 'failed', tools: [], ...(slot.error ? { error: { ...slot.error } } : {}) };
+        return { name, injected: slot.injected, status: slot.view.status, entryIndex: slot.view.entryIndex, tools: slot.view.tools.map((tool) => tool.name) };
+      });
+    return { id: session.id, clientId: session.clientId, createdAt: session.createdAt, ...(session.label === undefined ? {} : { label: session.label }), servers };
+  }
+
+  // --- Events and the entry watcher -----------------------------------------------------------
+
+  /** Registers an open event stream so shutdown can end it; returns the unregister function. */
+  trackStream(close: () => void): () => void {
+    this.#streams.add(close);
+    return () => this.#streams.delete(close);
+  }
+
+  /**
+   * Compares the pool's entries with the last look: one `entry_status` event and one log line per
+   * change (new entry, new status, entry gone). Runs on a timer and after every operation.
+   */
+  checkEntries(snapshot: PoolSnapshot = this.pool.getSnapshot()): void {
+    const seen = new Set<string>();
+    for (const server of Object.values(snapshot.servers)) {
+      for (const entry of server.entrySummary) {
+        const key = `${server.name}\u0000${entry.entryIndex}`;
+        seen.add(key);
+        const known = this.#entries.get(key);
+        if (known !== undefined && known.status === entry.status) continue;
+        this.#entries.set(key, { server: server.name, entryIndex: entry.entryIndex, status: entry.status });
+        if (known === undefined) this.metrics.spawns.inc({ server: server.name });
+        if (entry.status === 'failed') this.metrics.failures.inc({ server: server.name, kind: 'entry' });
+        this.#logger.info({ server: server.name, entryIndex: entry.entryIndex, status: entry.status, previous: known?.status, refs: entry.refs }, `${server.name}#${entry.entryIndex} ${entry.status}`);
+        this.#publish({ type: 'entry_status', serverName: server.name, entryIndex: entry.entryIndex, status: entry.status, refs: entry.refs, ...(known ? { previous: known.status } : {}) });
+      }
+    }
+    for (const [key, known] of this.#entries) {
+      if (seen.has(key)) continue;
+      this.#entries.delete(key);
+      this.#logger.info({ server: known.server, entryIndex: known.entryIndex, status: 'gone', previous: known.status }, `${known.server}#${known.entryIndex} gone`);
+      this.#publish({ type: 'entry_status', serverName: known.server, entryIndex: known.entryIndex, status: 'gone', previous: known.status, refs: 0 });
+    }
+  }
+
+  #publish(payload: DaemonEventPayload): void {
+    this.events.publish(payload);
+  }
+
+  #onPoolEvent(event: PoolEvent): void {
+    switch (event.type) {
+      case 'disconnected':
+        this.#logger.warn({ server: event.serverName, entryIndex: event.entryIndex, reason: event.reason }, `${event.serverName}#${event.entryIndex} disconnected`);
+        this.#publish({ type: 'disconnected', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, reason: event.reason });
+        break;
+      case 'reconnected':
+        this.#logger.info({ server: event.serverName, entryIndex: event.entryIndex, clientGeneration: event.clientGeneration }, `${event.serverName}#${event.entryIndex} reconnected`);
+        this.#publish({ type: 'reconnected', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, clientGeneration: event.clientGeneration });
+        break;
+      case 'failed':
+        this.#logger.error({ server: event.serverName, entryIndex: event.entryIndex, code: event.lastError.code, error: event.lastError.message }, `${event.serverName}#${event.entryIndex} failed`);
+        this.#publish({ type: 'failed', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, lastError: { code: event.lastError.code, message: event.lastError.message } });
+        break;
+      case 'mcp_budget_warning':
+        this.#publish({ type: 'mcp_budget_warning', scope: 'workspace', liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
+        break;
+      case 'mcp_child_refused_batch':
+        this.#publish({ type: 'mcp_child_refused_batch', scope: 'workspace', refused: event.refused.map((r) => ({ ...r })), liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
+        break;
+      default:
+      // list changes reach sessions through their views; the stream carries lifecycle only
+    }
+    if (this.#closing === undefined) this.checkEntries();
+  }
+
+  // --- Warm hold ------------------------------------------------------------------------------
+
+  async #warmAll(): Promise<void> {
+    const names = Object.keys(this.#config.servers);
+    this.#progress = { total: names.length, ready: 0, failed: 0, done: false };
+    if (names.length === 0) this.#logger.info('no servers configured');
+    await Promise.all(
+      names.map(async (name) => {
+        const ok = await this.#warmOne(name);
+        if (ok) this.#progress.ready += 1;
+        else this.#progress.failed += 1;
+        const { ready, failed, total } = this.#progress;
+        this.#logger.info({ ready, failed, total }, `${ready}/${total} servers ready${failed > 0 ? ` (${failed} failed)` : ''}`);
+        this.#publish({ type: 'servers_progress', ready, failed, total });
+      }),
+    );
+    this.#progress.done = true;
+    this.checkEntries();
+  }
+
+  /** Acquires `name`'s current config under the warm session; false (logged) when it fails. */
+  async #warmOne(name: string): Promise<boolean> {
+    const config = this.#config.servers[name];
+    if (config === undefined || this.#closing !== undefined) return false;
+    try {
+      const view = await this.pool.acquire(name, config, WARM_SESSION_ID);
+      const previous = this.#warm.get(name);
+      this.#warmErrors.delete(name);
+      if (this.#settings.keepWarm) this.#warm.set(name, view);
+      if (previous !== undefined && previous !== view) await previous.release();
+      if (!this.#settings.keepWarm) await view.release();
+      return true;
+    } catch (error) {
+      if (this.#closing !== undefined) return false;
+      const wire = toPlainError(error);
+      this.#warmErrors.set(name, wire);
+      this.metrics.failures.inc({ server: name, kind: 'spawn' });
+      this.#logger.warn({ server: name, code: wire.code, error: wire.message }, `${name} failed to start`);
+      return false;
+    }
+  }
+
+  // --- Shutdown -------------------------------------------------------------------------------
+
+  /**
+   * Shuts down in the seed's order (§17): stop accepting; cancel in-flight calls and end event
+   * streams; release every session; `drainAll({force: true})`. Idempotent. The HTTP server is
+   * closed by the caller around this (it stops listening first, and closes last).
+   */
+  shutdown(reason: string): Promise<DrainAllResult> {
+    this.#closing ??= (async () => {
+      // 1. Stop accepting: new sessions, calls, restarts and reloads get 503 from here on.
+      this.#accepting = false;
+      clearInterval(this.#watchTimer);
+      this.#logger.info({ reason, sessions: this.#sessions.size, calls: this.#inFlight.size }, 'shutting down');
+      this.#publish({ type: 'shutdown', signal: reason });
+      // 2. Cancel in-flight calls (each sends notifications/cancelled upstream) and wait for them.
+      const calls = [...this.#inFlight];
+      for (const [controller] of calls) controller.abort();
+      await Promise.all(calls.map(([, settled]) => settled));
+      for (const close of [...this.#streams]) close();
+      // 3. Release every session (the warm hold too).
+      const ids = [...this.#sessions.keys()];
+      for (const session of this.#sessions.values()) session.closed = true;
+      this.#sessions.clear();
+      await Promise.all([...ids, WARM_SESSION_ID].map((id) => this.pool.releaseSession(id).catch(() => undefined)));
+      this.#warm.clear();
+      // 4. Close every entry now, bypassing the drain grace; what is left at the deadline is killed.
+      const result = await this.pool.drainAll({ force: true, timeoutMs: this.#settings.shutdownTimeoutMs });
+      const log = result.errors.length > 0 ? this.#logger.warn.bind(this.#logger) : this.#logger.info.bind(this.#logger);
+      log({ drained: result.drained, forced: result.forced, errors: result.errors.map((e) => e.message) }, 'pool drained');
+      return result;
+    })();
+    return this.#closing;
+  }
+
+  #assertAccepting(): void {
+    if (!this.#accepting) throw new HttpError(DaemonErrorCode.SHUTTING_DOWN, 'the daemon is shutting down');
+  }
+
+  /** Runs reloads (and the first warm-up) one at a time. */
+  #serialize<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(task, task);
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/** What changed between two server maps, by fingerprint (which never leaves the daemon). */
+export function diffServers(
+  previous: Record<string, ServerConfig>,
+  next: Record<string, ServerConfig>,
+): Pick<ReloadResult, 'added' | 'removed' | 'changed' | 'unchanged'> {
+  const added: string[] = [];
+  const removed: string[] = [];
+  const changed: string[] = [];
+  const unchanged: string[] = [];
+  for (const name of Object.keys(next).sort()) {
+    const before = previous[name];
+    if (before === undefined) added.push(name);
+    else if (fingerprint(before) !== fingerprint(next[name]!)) changed.push(name);
+    else unchanged.push(name);
+  }
+  for (const name of Object.keys(previous).sort()) if (!Object.hasOwn(next, name)) removed.push(name);
+  return { added, removed, changed, unchanged };
+}
+
+function toPlainError(error: unknown): { code: string; message: string } {
+  if (error instanceof PoolError) return { code: error.code, message: error.message };
+  return { code: ErrorCode.INTERNAL, message: error instanceof Error ? error.message : String(error) };
+}

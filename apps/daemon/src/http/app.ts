@@ -1,0 +1,266 @@
+/**
+ * The REST control API (DESIGN §6): a fastify app over one {@link Daemon}. Paths and shapes are
+ * the seed's (§8.3, §13, §14, §16.2). Every route goes through the security hook first (Host,
+ * Origin, token, right), bodies are JSON only and size-limited, and every error answers
+ * `{statusCode, code, error, message}` from the one table in `errors.ts`.
+ */
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { CapabilitiesResponse, HealthResponse } from '@mcpool/client';
+import type { Daemon } from '../daemon.js';
+import type { SecretRedactor } from '../secrets.js';
+import { DaemonErrorCode, classifyError, errorBody } from './errors.js';
+import { buildOpenApi, type RouteDoc } from './openapi.js';
+import {
+  capabilitiesSchema,
+  createSessionBody,
+  healthSchema,
+  parseInput,
+  readySchema,
+  reloadResultSchema,
+  restartQuery,
+  restartResponseSchema,
+  sessionInfoSchema,
+  sessionListSchema,
+  toolCallBody,
+  toolCallResponseSchema,
+  workspaceMcpSchema,
+} from './schemas.js';
+import { securityHook, securityPolicy, type SecurityPolicy } from './security.js';
+import { eventStreamHandler } from './sse.js';
+
+/** Feature tags of `GET /capabilities` (seed §20.1). Clients ignore tags they do not know. */
+export const CAPABILITIES: readonly string[] = Object.freeze([
+  'mcp_workspace_pool',
+  'mcp_pool_restart',
+  'mcp_budget_workspace_scope',
+  'mcp_pool_reload',
+  'mcp_pool_events',
+  'mcp_session_injection',
+]);
+
+export interface AppOptions {
+  daemon: Daemon;
+  logger: Logger;
+  redactor: SecretRedactor;
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => unknown;
+
+interface Route extends RouteDoc {
+  handler: Handler;
+}
+
+/** The routes, in one table: registration and `/openapi.json` both read it. */
+function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>): Route[] {
+  const principal = (request: FastifyRequest) => request.principal!;
+  return [
+    {
+      method: 'GET',
+      url: '/workspace/mcp',
+      summary: 'Servers with their pool entries (no fingerprint, env value or header), and the workspace budget cell',
+      right: 'read',
+      responses: { 200: { description: 'The workspace MCP status', schema: workspaceMcpSchema } },
+      handler: () => daemon.status(),
+    },
+    {
+      method: 'POST',
+      url: '/workspace/mcp/reload-all',
+      summary: 'Re-read the config: changed fingerprints get new entries, old ones drain as their sessions leave',
+      right: 'write',
+      responses: { 200: { description: 'What changed', schema: reloadResultSchema } },
+      errors: [409, 501, 503],
+      handler: () => daemon.reload('api'),
+    },
+    {
+      method: 'POST',
+      url: '/workspace/mcp/:server/restart',
+      summary: 'Restart a server’s entries: {restarted, durationMs} for one entry without entryIndex, else {entries}',
+      right: 'write',
+      query: restartQuery,
+      responses: { 200: { description: 'Restart outcome', schema: restartResponseSchema } },
+      errors: [400, 404, 503],
+      handler: (request) => {
+        const { server } = request.params as { server: string };
+        const { entryIndex } = parseInput(restartQuery, request.query ?? {}, 'query');
+        return daemon.restart(server, entryIndex === undefined ? undefined : Number(entryIndex));
+      },
+    },
+    {
+      method: 'GET',
+      url: '/workspace/mcp/events',
+      summary: 'Server-sent events: entry lifecycle, budget (scope workspace), reloads, restarts, sessions; ids for Last-Event-ID; heartbeat comments',
+      right: 'read',
+      responses: { 200: { description: 'An event stream', contentType: 'text/event-stream' } },
+      handler: eventStreamHandler(daemon, redactor) as Handler,
+    },
+    {
+      method: 'POST',
+      url: '/sessions',
+      summary: 'Create a session (one pool session) holding the configured servers and any injected mcpServers (never returned)',
+      right: 'write',
+      body: createSessionBody,
+      responses: { 201: { description: 'The session', schema: sessionInfoSchema } },
+      errors: [400, 409, 413, 415, 503],
+      handler: async (request, reply) => {
+        const body = parseInput(createSessionBody, request.body ?? {}, 'body');
+        const info = await daemon.createSession(principal(request), body);
+        return reply.code(201).send(info);
+      },
+    },
+    {
+      method: 'GET',
+      url: '/sessions',
+      summary: 'List the sessions',
+      right: 'read',
+      responses: { 200: { description: 'The sessions', schema: sessionListSchema } },
+      handler: () => ({ sessions: daemon.listSessions() }),
+    },
+    {
+      method: 'GET',
+      url: '/sessions/:id',
+      summary: 'One session',
+      right: 'read',
+      responses: { 200: { description: 'The session', schema: sessionInfoSchema } },
+      errors: [404],
+      handler: (request) => daemon.getSession((request.params as { id: string }).id),
+    },
+    {
+      method: 'DELETE',
+      url: '/sessions/:id',
+      summary: 'Close a session: release its pool references (its entries drain when no one else holds them)',
+      right: 'write',
+      responses: { 204: { description: 'Closed' } },
+      errors: [404],
+      handler: async (request, reply) => {
+        await daemon.deleteSession(principal(request), (request.params as { id: string }).id);
+        return reply.code(204).send();
+      },
+    },
+    {
+      method: 'POST',
+      url: '/sessions/:id/tools/call',
+      summary: 'Call a tool through the session’s filtered view',
+      right: 'write',
+      body: toolCallBody,
+      responses: { 200: { description: 'The MCP result as the server sent it', schema: toolCallResponseSchema } },
+      errors: [400, 404, 413, 415, 502, 503, 504],
+      handler: (request) => daemon.callTool(principal(request), (request.params as { id: string }).id, parseInput(toolCallBody, request.body ?? {}, 'body')),
+    },
+    {
+      method: 'GET',
+      url: '/capabilities',
+      summary: 'Feature tags (mcp_workspace_pool, mcp_pool_restart, …)',
+      right: 'read',
+      responses: { 200: { description: 'Capabilities', schema: capabilitiesSchema } },
+      handler: (): CapabilitiesResponse => ({ version: daemon.version, capabilities: [...CAPABILITIES] }),
+    },
+    {
+      method: 'GET',
+      url: '/healthz',
+      summary: 'The daemon is up',
+      right: 'read',
+      responses: { 200: { description: 'Alive', schema: healthSchema } },
+      handler: (): HealthResponse => ({ status: 'ok', uptimeMs: Date.now() - daemon.startedAt }),
+    },
+    {
+      method: 'GET',
+      url: '/readyz',
+      summary: 'Ready once every configured server has been started once (503 before)',
+      right: 'read',
+      responses: { 200: { description: 'Ready', schema: readySchema } },
+      errors: [503],
+      handler: (_request, reply) => {
+        const readiness = daemon.readiness();
+        if (readiness.ready) return readiness;
+        const { ready, failed, total } = readiness.servers;
+        return reply.code(503).send({ ...errorBody(DaemonErrorCode.NOT_READY, `${ready + failed}/${total} servers started`), ...readiness });
+      },
+    },
+    {
+      method: 'GET',
+      url: '/metrics',
+      summary: 'Prometheus metrics: entries, refs, spawns, restarts, failures, call latency, budget, zombies',
+      right: 'read',
+      responses: { 200: { description: 'Prometheus text exposition', contentType: 'text/plain' } },
+      handler: async (_request, reply) => reply.type(daemon.metrics.contentType).send(await daemon.metrics.metrics()),
+    },
+    {
+      method: 'GET',
+      url: '/openapi.json',
+      summary: 'This description',
+      right: 'read',
+      responses: { 200: { description: 'OpenAPI 3.1' } },
+      handler: () => openapi(),
+    },
+  ];
+}
+
+/** Builds the app (not listening). The caller listens, and closes it at shutdown. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { daemon, logger, redactor } = options;
+  const settings = daemon.settings;
+  const app = Fastify({
+    loggerInstance: logger.child({ component: 'http' }) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: settings.bodyLimitBytes,
+    return503OnClosing: true,
+    // No implicit HEAD twins: the documented routes are all there is (HEAD of the event stream would never end).
+    exposeHeadRoutes: false,
+    forceCloseConnections: 'idle',
+    // Routing errors (a malformed URL) answer in our shape too.
+    frameworkErrors: (error, _request, reply) => {
+      const { code, message } = classifyError(error);
+      const body = errorBody(code, message);
+      void (reply as FastifyReply).code(body.statusCode).send(body);
+    },
+  });
+  app.decorateRequest('principal', null);
+  // JSON only: text/plain would let a web page POST here without a preflight.
+  app.removeContentTypeParser('text/plain');
+
+  let cachedFor: unknown;
+  let cached: SecurityPolicy | undefined;
+  const policy = (): SecurityPolicy => {
+    const current = daemon.settings;
+    if (cachedFor !== current || cached === undefined) {
+      cached = securityPolicy(current.host, current.allowedHosts, current.allowedOrigins);
+      cachedFor = current;
+    }
+    return cached;
+  };
+  app.addHook('onRequest', securityHook(policy, daemon.tokens));
+  // Last line of defence: no known secret leaves in a body.
+  app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? redactor.scrub(payload) : payload));
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode;
+    const fields = { method: request.method, path: request.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), client: request.principal?.id };
+    // 503 is "not ready" or "shutting down": an answer, not a fault.
+    if (status >= 500 && status !== 503) request.log.error(fields, 'request failed');
+    else if (status >= 400) request.log.info(fields, 'request refused');
+    else request.log.debug(fields, 'request');
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { code, message, internal } = classifyError(error);
+    const body = errorBody(code, message);
+    if (internal) request.log.error({ err: error, code }, 'internal error');
+    return reply.code(body.statusCode).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const body = errorBody(DaemonErrorCode.NOT_FOUND, `no route ${request.method} ${request.url.split('?')[0]}`);
+    return reply.code(404).send(body);
+  });
+
+  let document: Record<string, unknown> | undefined;
+  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)));
+  for (const route of table) {
+    app.route({ method: route.method, url: route.url, config: { right: route.right }, handler: route.handler });
+  }
+  return app;
+}
+
+/** The documented routes (for tests comparing them with what fastify registered). */
+export function routeTable(daemon: Daemon, redactor: SecretRedactor): RouteDoc[] {
+  return routes(daemon, redactor, () => ({})).map(({ handler: _handler, ...doc }) => doc);
+}

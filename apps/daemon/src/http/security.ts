@@ -1,0 +1,102 @@
+/**
+ * The checks every request passes before any route or body parsing (mcp-spec-facts §6):
+ * 1. `Host` must be loopback or allow-listed (S-1, DNS rebinding) → 403;
+ * 2. an `Origin`, when sent, must be allow-listed (S-2) → 403; an allowed one gets CORS headers,
+ *    and its preflight is answered here (a preflight carries no token);
+ * 3. a bearer token the daemon knows (S-4) → 401;
+ * 4. the route's right (`read` for GETs, `write` for the rest) → 403.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Right } from '@mcpool/client';
+import type { Principal, TokenRegistry } from '../auth.js';
+import { normalizeOrigin } from '../config/daemonConfig.js';
+import { DaemonErrorCode, HttpError } from './errors.js';
+
+/** Host names always accepted: the loopback names. */
+export const LOOPBACK_HOSTS: readonly string[] = Object.freeze(['localhost', '127.0.0.1', '[::1]']);
+
+export interface SecurityPolicy {
+  allowedHosts: ReadonlySet<string>;
+  allowedOrigins: ReadonlySet<string>;
+}
+
+/** The policy of a daemon bound to `bindHost` with these allow-lists. */
+export function securityPolicy(bindHost: string, allowedHosts: readonly string[], allowedOrigins: readonly string[]): SecurityPolicy {
+  const hosts = new Set(LOOPBACK_HOSTS);
+  for (const host of allowedHosts) hosts.add(host.toLowerCase());
+  // Bound to one specific address: that address is how clients reach us.
+  if (!['0.0.0.0', '::', '[::]'].includes(bindHost)) hosts.add(bindHost.includes(':') && !bindHost.startsWith('[') ? `[${bindHost.toLowerCase()}]` : bindHost.toLowerCase());
+  const origins = new Set<string>();
+  for (const origin of allowedOrigins) {
+    const normalized = normalizeOrigin(origin);
+    if (normalized !== undefined) origins.add(normalized);
+  }
+  return { allowedHosts: hosts, allowedOrigins: origins };
+}
+
+/** The host name of a `Host` header, lower-cased, without its port; undefined when malformed. */
+export function hostnameOf(header: string | undefined): string | undefined {
+  if (header === undefined || header === '') return undefined;
+  const value = header.trim().toLowerCase();
+  if (value.startsWith('[')) {
+    const end = value.indexOf(']');
+    if (end === -1) return undefined;
+    const rest = value.slice(end + 1);
+    if (rest !== '' && !/^:\d{1,5}$/.test(rest)) return undefined;
+    return value.slice(0, end + 1);
+  }
+  const colon = value.lastIndexOf(':');
+  if (colon === -1) return value;
+  if (!/^\d{1,5}$/.test(value.slice(colon + 1))) return undefined;
+  return value.slice(0, colon);
+}
+
+const PREFLIGHT_HEADERS = 'authorization, content-type, last-event-id, cache-control';
+const PREFLIGHT_METHODS = 'GET, POST, DELETE';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** The right the route needs. @default 'read' for GET, 'write' otherwise */
+    right?: Right;
+  }
+}
+
+/** The `onRequest` hook doing the four checks. `policy` is read per request (reload updates it). */
+export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry) {
+  return async function checkRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { allowedHosts, allowedOrigins } = policy();
+    const host = hostnameOf(request.headers.host);
+    if (host === undefined || !allowedHosts.has(host)) throw new HttpError(DaemonErrorCode.FORBIDDEN, 'this Host is not allowed (only loopback names and daemon.allowedHosts)');
+
+    const origin = request.headers.origin;
+    if (origin !== undefined) {
+      const normalized = normalizeOrigin(origin);
+      if (normalized === undefined || !allowedOrigins.has(normalized)) throw new HttpError(DaemonErrorCode.FORBIDDEN, 'this Origin is not allowed (see daemon.allowedOrigins)');
+      reply.header('access-control-allow-origin', normalized).header('vary', 'Origin');
+      if (request.method === 'OPTIONS') {
+        await reply
+          .code(204)
+          .header('access-control-allow-methods', PREFLIGHT_METHODS)
+          .header('access-control-allow-headers', PREFLIGHT_HEADERS)
+          .header('access-control-max-age', '600')
+          .send();
+        return reply;
+      }
+    }
+
+    const authorization = request.headers.authorization;
+    const match = authorization === undefined ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
+    const principal = match ? tokens.identify(match[1]!) : undefined;
+    if (principal === undefined) {
+      reply.header('www-authenticate', 'Bearer realm="mcpool"');
+      throw new HttpError(DaemonErrorCode.UNAUTHORIZED, authorization === undefined ? 'a bearer token is required' : 'the bearer token is not valid');
+    }
+    request.principal = principal;
+    // An unknown route only needs a valid token to learn that it is unknown.
+    const right: Right = request.is404 ? 'read' : (request.routeOptions.config?.right ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write'));
+    if (!principal.rights.has(right)) throw new HttpError(DaemonErrorCode.FORBIDDEN, `this token lacks the ${right} right`);
+  };
+}

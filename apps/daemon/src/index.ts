@@ -1,0 +1,39 @@
+/**
+ * Everything here is public: the pieces of the `mcpool` command, for tests and for embedding the
+ * daemon in another process. The command itself is `bin/mcpool.js` → {@link main}.
+ */
+export { main } from './cli.js';
+export type { MainIo } from './cli.js';
+export { ExitCode, StartError, runServe, startDaemon } from './serve.js';
+export type { RunningDaemon, StartOptions } from './serve.js';
+export { Daemon, WARM_SESSION_ID, diffServers } from './daemon.js';
+export type { DaemonOptions } from './daemon.js';
+export { buildApp, CAPABILITIES, routeTable } from './http/app.js';
+export type { AppOptions } from './http/app.js';
+export { DaemonErrorCode, STATUS_BY_CODE, statusOf } from './http/errors.js';
+export { LOOPBACK_HOSTS, hostnameOf, securityPolicy } from './http/security.js';
+export { DEFAULT_SETTINGS, ENV_OVERRIDE_NAMES, loadConfig, normalizeOrigin, resolveSettings } from './config/daemonConfig.js';
+export type { ClientSpec, ConfigSource, DaemonSettings, LoadedConfig, LogLevel, SettingsOverrides } from './config/daemonConfig.js';
+export { discoverConfig } from './config/discovery.js';
+export { DEMO_SERVER_PATH, builtinConfigDocument } from './config/defaultConfig.js';
+export { defaultStateDir, userConfigFile } from './config/paths.js';
+export { MIN_TOKEN_LENGTH, OPERATOR_ID, TOKEN_FILE, TokenRegistry, ensureOperatorToken } from './auth.js';
+export type { Principal } from './auth.js';
+export { EventHub } from './events.js';
+export { createLogger, REDACT_PATHS } from './logger.js';
+export { MIN_SECRET_LENGTH, SecretRedactor } from './secrets.js';
+export { VERSION } from './version.js';
+export {
+  capabilitiesSchema,
+  createSessionBody,
+  errorBodySchema,
+  healthSchema,
+  readySchema,
+  reloadResultSchema,
+  restartResponseSchema,
+  sessionInfoSchema,
+  sessionListSchema,
+  toolCallBody,
+  toolCallResponseSchema,
+  workspaceMcpSchema,
+} from './http/schemas.js';

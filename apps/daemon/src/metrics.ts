@@ -1,0 +1,137 @@
+/**
+ * `/metrics`: prom-client on a registry of the daemon's own (never the global one, so several
+ * daemons in one test process do not collide). Gauges read the pool's snapshot when scraped;
+ * counters and the call latency histogram are fed by the daemon as things happen.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PoolSnapshot } from '@mcpool/core';
+
+export interface MetricsSource {
+  snapshot(): PoolSnapshot;
+  health(): Promise<{ zombies: number; trippedKeys: number }>;
+  sessions(): number;
+  eventSubscribers(): number;
+}
+
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  readonly spawns: Counter<'server'>;
+  readonly restarts: Counter<'server' | 'result'>;
+  readonly failures: Counter<'server' | 'kind'>;
+  readonly reloads: Counter<'result'>;
+  readonly callDuration: Histogram<'server' | 'outcome'>;
+
+  constructor(source: MetricsSource) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'mcpool_' });
+    new Gauge({
+      name: 'mcpool_entries',
+      help: 'Live pool entries, by server name and entry status.',
+      labelNames: ['server', 'status'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const server of Object.values(source.snapshot().servers)) {
+          for (const entry of server.entrySummary) this.inc({ server: server.name, status: entry.status });
+        }
+      },
+    });
+    new Gauge({
+      name: 'mcpool_entry_refs',
+      help: 'Session references held on the entries of each server name.',
+      labelNames: ['server'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const server of Object.values(source.snapshot().servers)) {
+          this.set({ server: server.name }, server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0));
+        }
+      },
+    });
+    new Gauge({
+      name: 'mcpool_budget_live_connections',
+      help: 'Live connections counted by the workspace budget.',
+      registers,
+      collect() {
+        this.set(source.snapshot().budget.liveCount);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_budget_client_budget',
+      help: 'The workspace budget of live connections.',
+      registers,
+      collect() {
+        this.set(source.snapshot().budget.clientBudget);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_budget_usage_ratio',
+      help: 'liveCount / clientBudget.',
+      registers,
+      collect() {
+        const { liveCount, clientBudget } = source.snapshot().budget;
+        this.set(liveCount / clientBudget);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_live_actors',
+      help: 'Live connection actor threads.',
+      registers,
+      collect() {
+        this.set(source.snapshot().liveActors);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_sessions',
+      help: 'Open daemon sessions.',
+      registers,
+      collect() {
+        this.set(source.sessions());
+      },
+    });
+    new Gauge({
+      name: 'mcpool_event_subscribers',
+      help: 'Open event streams.',
+      registers,
+      collect() {
+        this.set(source.eventSubscribers());
+      },
+    });
+    new Gauge({
+      name: 'mcpool_zombie_processes',
+      help: 'Exited children of the daemon not reaped yet (should stay 0).',
+      registers,
+      async collect() {
+        this.set((await source.health()).zombies);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_tripped_keys',
+      help: 'Server configs failed past their restart intensity, waiting for a restart.',
+      registers,
+      async collect() {
+        this.set((await source.health()).trippedKeys);
+      },
+    });
+    this.spawns = new Counter({ name: 'mcpool_spawns_total', help: 'Pool entries started.', labelNames: ['server'] as const, registers });
+    this.restarts = new Counter({ name: 'mcpool_restarts_total', help: 'Entry restarts, by result (restarted, skipped).', labelNames: ['server', 'result'] as const, registers });
+    this.failures = new Counter({ name: 'mcpool_failures_total', help: 'Failures: spawn (a start failed), entry (an entry failed), call (a tool call failed).', labelNames: ['server', 'kind'] as const, registers });
+    this.reloads = new Counter({ name: 'mcpool_config_reloads_total', help: 'Config reloads, by result (applied, rejected).', labelNames: ['result'] as const, registers });
+    this.callDuration = new Histogram({
+      name: 'mcpool_call_duration_seconds',
+      help: 'Tool call latency through daemon sessions, by outcome (ok, error).',
+      labelNames: ['server', 'outcome'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+

@@ -1,0 +1,241 @@
+/**
+ * `mcpool serve`: find and load the config, get the operator token, build the daemon and its
+ * HTTP app, listen, warm the servers, and shut down in the seed's order on SIGTERM/SIGINT (a
+ * second signal forces the exit). A bad config or a port in use ends the start with a clear
+ * message and its own exit code.
+ */
+import { join } from 'node:path';
+import { ConfigError } from '@mcpool/protocol';
+import type { McpTransportPoolOptions } from '@mcpool/core';
+import type { FastifyInstance } from 'fastify';
+import type { DestinationStream, Logger } from 'pino';
+import { ensureOperatorToken } from './auth.js';
+import { loadConfig, type LoadedConfig, type LogLevel, type SettingsOverrides } from './config/daemonConfig.js';
+import { discoverConfig } from './config/discovery.js';
+import { defaultStateDir } from './config/paths.js';
+import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
+import { Daemon } from './daemon.js';
+import { buildApp } from './http/app.js';
+import { killDescendantsSync } from './forceKill.js';
+import { createLogger } from './logger.js';
+import { SecretRedactor } from './secrets.js';
+import { VERSION } from './version.js';
+
+/** Exit codes of the `mcpool` command. */
+export const ExitCode = {
+  OK: 0,
+  /** A request failed, a forced shutdown, or an unexpected error. */
+  FAILURE: 1,
+  /** Bad usage, a bad config, no token. */
+  CONFIG: 2,
+  /** Cannot listen (port in use, address not available) or cannot reach the daemon. */
+  UNAVAILABLE: 3,
+} as const;
+
+/** The daemon could not start; `exitCode` says why, `message` has already been logged. */
+export class StartError extends Error {
+  override name = 'StartError';
+  readonly exitCode: number;
+
+  constructor(exitCode: number, message: string) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+export interface StartOptions {
+  /** `--config` */
+  configPath?: string;
+  /** `--port`, `--host`, `--log-level` */
+  overrides?: SettingsOverrides;
+  /** @default process.env */
+  env?: Record<string, string | undefined>;
+  /** @default process.cwd() */
+  cwd?: string;
+  /** Where log lines go. @default stdout */
+  destination?: DestinationStream;
+  /** @default whether stdout is a terminal */
+  pretty?: boolean;
+  /** Tests shorten pool timings. */
+  poolOptions?: Partial<McpTransportPoolOptions>;
+}
+
+export interface RunningDaemon {
+  daemon: Daemon;
+  app: FastifyInstance;
+  logger: Logger;
+  /** `http://host:port` the daemon answers on. */
+  url: string;
+  port: number;
+  /** Resolves when the configured servers have all been started once. */
+  warmed: Promise<void>;
+  /** Shuts down (seed §17 order), closes the HTTP server; resolves with the exit code. */
+  stop(reason: string): Promise<number>;
+}
+
+const LOG_LEVELS = new Set<LogLevel>(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Starts the daemon. @throws StartError (already logged) for a bad config, token or listen failure. */
+export async function startDaemon(options: StartOptions = {}): Promise<RunningDaemon> {
+  const env = options.env ?? process.env;
+  const overrides = options.overrides ?? {};
+  const redactor = new SecretRedactor();
+  const envLevel = env.MCPOOL_LOG_LEVEL as LogLevel | undefined;
+  const logger = createLogger({
+    level: overrides.logLevel ?? (envLevel && LOG_LEVELS.has(envLevel) ? envLevel : 'info'),
+    redactor,
+    ...(options.destination ? { destination: options.destination } : {}),
+    ...(options.pretty === undefined ? {} : { pretty: options.pretty }),
+  });
+  const fail = (exitCode: number, message: string, fields: Record<string, unknown> = {}): never => {
+    logger.fatal({ exitCode, ...fields }, message);
+    throw new StartError(exitCode, message);
+  };
+
+  // 1. The config. The first log line says which one (or that it is the built-in default).
+  let config: LoadedConfig;
+  let reload: () => Promise<LoadedConfig>;
+  try {
+    const source = discoverConfig({ ...(options.configPath ? { flag: options.configPath } : {}), env, ...(options.cwd ? { cwd: options.cwd } : {}) });
+    config = await loadConfig(source, env, overrides);
+    reload = () => loadConfig(source, env, overrides);
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(ExitCode.CONFIG, `cannot start: ${error.message}`, { code: error.code });
+    throw error;
+  }
+  const names = Object.keys(config.servers);
+  if (config.source.kind === 'builtin') {
+    logger.info({ searched: config.source.searched }, 'no config file found: running the built-in default config (the bundled demo server); write .mcp.json or ~/.config/mcpool/config.json, or pass --config');
+  } else {
+    logger.info({ file: config.source.path, origin: config.source.origin, servers: names }, `config ${config.source.path}: ${names.length} server(s)${names.length ? ` (${names.join(', ')})` : ''}`);
+  }
+  if (overrides.logLevel === undefined) logger.level = config.settings.logLevel;
+  for (const warning of config.warnings) logger.warn({ path: warning.path }, `config: ${warning.message}`);
+
+  // 2. The operator token.
+  const stateDir = defaultStateDir({ env });
+  let operator: Awaited<ReturnType<typeof ensureOperatorToken>>;
+  try {
+    operator = await ensureOperatorToken(stateDir, env);
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(ExitCode.CONFIG, `cannot start: ${error.message}`);
+    throw error;
+  }
+  if (operator.source === 'env') logger.info('operator token from MCPOOL_TOKEN');
+  else logger.info({ tokenFile: operator.path, created: operator.created }, `operator token ${operator.created ? 'created in' : 'read from'} ${operator.path}`);
+  if (operator.tightened) logger.warn({ tokenFile: operator.path }, 'the token file was readable by others; its mode is now 0600');
+
+  // 3. The daemon and its API.
+  const daemon = new Daemon({ config, logger, redactor, operatorToken: operator.token, env, reloadConfig: reload, version: VERSION, groupLedgerDir: join(stateDir, 'groups'), ...(options.poolOptions ? { poolOptions: options.poolOptions } : {}) });
+  const app = await buildApp({ daemon, logger, redactor });
+  const { host, port } = config.settings;
+  try {
+    await app.listen({ host, port, listenTextResolver: (address) => `listening on ${address}` });
+  } catch (error) {
+    await daemon.shutdown('listen failed').catch(() => undefined);
+    await app.close().catch(() => undefined);
+    const code = (error as NodeJS.ErrnoException).code;
+    const where = `${host}:${port}`;
+    if (code === 'EADDRINUSE') return fail(ExitCode.UNAVAILABLE, `cannot start: ${where} is already in use (another mcpool?); choose another port with --port or MCPOOL_PORT`, { host, port });
+    if (code === 'EACCES') return fail(ExitCode.UNAVAILABLE, `cannot start: no permission to listen on ${where}`, { host, port });
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return fail(ExitCode.UNAVAILABLE, `cannot start: ${host} is not an address of this machine`, { host, port });
+    return fail(ExitCode.UNAVAILABLE, `cannot start: listening on ${where} failed (${code ?? (error as Error).message})`, { host, port });
+  }
+  const address = app.server.address();
+  const boundPort = typeof address === 'object' && address !== null ? address.port : port;
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const url = `http://${urlHost}:${boundPort}`;
+  if (!['127.0.0.1', 'localhost', '::1'].includes(host)) logger.warn({ host }, `bound to ${host}, not loopback: the control API can start processes, keep the token safe`);
+
+  // 4. Warm the servers; watch the config file.
+  const warmed = daemon.start();
+  let watcher: ConfigWatcher | undefined;
+  if (config.source.kind === 'file' && config.settings.watchConfig) {
+    watcher = watchConfigFile(
+      config.source.path,
+      () => void daemon.reload('file').catch(() => undefined),
+      (error) => logger.warn({ err: error }, 'cannot watch the config file; use SIGHUP or POST /workspace/mcp/reload-all'),
+    );
+  }
+
+  let stopping: Promise<number> | undefined;
+  const stop = (reason: string): Promise<number> => {
+    stopping ??= (async () => {
+      watcher?.close();
+      // Stop listening at once (new requests get 503); in-flight ones finish during the shutdown.
+      const closed = app.close();
+      const result = await daemon.shutdown(reason);
+      // Every request has had its answer by now (calls cancelled, streams ended); sockets still
+      // open would hold the close until the clients' keep-alive runs out, so they get a moment
+      // to flush and are then closed.
+      app.server.closeIdleConnections();
+      const straggler = setTimeout(() => app.server.closeAllConnections(), 250);
+      await closed;
+      clearTimeout(straggler);
+      logger.info({ reason }, 'stopped');
+      return result.errors.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
+    })();
+    return stopping;
+  };
+  return { daemon, app, logger, url, port: boundPort, warmed, stop };
+}
+
+/**
+ * Runs `mcpool serve` until SIGTERM or SIGINT; SIGHUP reloads the config. Resolves with the exit
+ * code: 0 after a clean shutdown, 1 when forced (second signal, or a shutdown over its deadline).
+ */
+export async function runServe(options: StartOptions = {}): Promise<number> {
+  let running: RunningDaemon;
+  try {
+    running = await startDaemon(options);
+  } catch (error) {
+    if (error instanceof StartError) return error.exitCode;
+    throw error;
+  }
+  const { daemon, logger } = running;
+  return new Promise<number>((resolveExit) => {
+    let first: string | undefined;
+    let deadline: NodeJS.Timeout | undefined;
+    // Listeners and timer go away with the answer: nothing of this daemon acts after it.
+    const resolve = (code: number): void => {
+      clearTimeout(deadline);
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      process.off('SIGHUP', onHangup);
+      resolveExit(code);
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (first !== undefined) {
+        logger.warn({ signal, killed: killDescendantsSync() }, `second signal (${signal}): forcing exit`);
+        resolve(ExitCode.FAILURE);
+        return;
+      }
+      first = signal;
+      logger.info({ signal }, `${signal}: shutting down`);
+      // A shutdown that overruns its own deadline by far is forced too.
+      deadline = setTimeout(() => {
+        logger.error({ killed: killDescendantsSync() }, 'shutdown overran its deadline: forcing exit');
+        resolve(ExitCode.FAILURE);
+      }, daemon.settings.shutdownTimeoutMs + 10_000);
+      deadline.unref();
+      void running.stop(signal).then(
+        (code) => resolve(code),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          resolve(ExitCode.FAILURE);
+        },
+      );
+    };
+    // SIGHUP reloads a daemon running as a service; on a terminal it means the terminal went
+    // away, and a daemon that outlived it would hold the port with nobody to stop it.
+    const onTerminal = process.stdout.isTTY === true || process.stdin.isTTY === true;
+    const onHangup = (): void => {
+      if (onTerminal) return onSignal('SIGHUP');
+      logger.info('SIGHUP: reloading the config');
+      void daemon.reload('signal').catch(() => undefined);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    process.on('SIGHUP', onHangup);
+  });
+}

@@ -1,0 +1,122 @@
+/**
+ * The `mcpool` command line, run in process through `main()`: `config check`, the client
+ * commands against a daemon on a socket, and the exit codes of every failure (usage, bad
+ * config, no token, a failed request, an unreachable daemon, a port in use).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main, startDaemon, type RunningDaemon } from '@mcpool/daemon';
+import { fixtureConfig, killMarked, marker } from '../../../test/helpers/processes.js';
+import { memoryDestination } from './helpers.js';
+
+const mark = marker('cli');
+let dir: string;
+let running: RunningDaemon;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'mcpool-cli-'));
+  writeFileSync(join(dir, 'good.json'), JSON.stringify({ mcpServers: { echo: fixtureConfig('echo.mjs', mark), web: { url: 'http://127.0.0.1:9/mcp' } }, daemon: { port: 0, budget: { clientBudget: 9 } } }));
+  writeFileSync(join(dir, 'bad.json'), JSON.stringify({ mcpServers: { echo: { command: 'node', args: [1] } } }));
+  running = await startDaemon({ configPath: join(dir, 'good.json'), env: { MCPOOL_STATE_DIR: join(dir, 'state') }, destination: memoryDestination([]) });
+  await running.warmed;
+  env = { MCPOOL_STATE_DIR: join(dir, 'state'), MCPOOL_URL: running.url };
+});
+afterAll(async () => {
+  await running?.stop('test');
+  rmSync(dir, { recursive: true, force: true });
+  killMarked(mark);
+});
+
+async function run(args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(['node', 'mcpool', ...args], { stdout: (t) => out.push(t), stderr: (t) => err.push(t), env: { ...env, ...extraEnv }, cwd: dir, serve: { destination: memoryDestination([]) } });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('mcpool config check', () => {
+  it('prints the servers and daemon settings of a good file, exit 0', async () => {
+    const { code, out } = await run(['config', 'check', 'good.json']);
+    expect(code).toBe(0);
+    expect(out).toContain(`${join(dir, 'good.json')}: ok`);
+    expect(out).toContain('servers: echo (stdio), web (http)');
+    expect(out).toContain('daemon: 127.0.0.1:0, budget 9 (warn)');
+  });
+
+  it('prints where a bad file is wrong, exit 2', async () => {
+    const { code, err } = await run(['config', 'check', 'bad.json']);
+    expect(code).toBe(2);
+    expect(err).toContain(join(dir, 'bad.json'));
+    expect(err).toContain('mcpServers.echo.args[0]');
+    expect((await run(['config', 'check', 'missing.json'])).code).toBe(2);
+  });
+});
+
+describe('client commands', () => {
+  it('status prints a table of servers, entries, refs and the budget; --json the raw answer', async () => {
+    const { code, out } = await run(['status']);
+    expect(code).toBe(0);
+    expect(out).toMatch(/^SERVER\s+STATUS\s+MCP\s+ENTRIES\s+REFS\s+DETAIL$/m);
+    expect(out).toMatch(/^echo\s+active\s+connected\s+1\s+1\s+#0 active refs=1$/m);
+    expect(out).toMatch(/^web\s+failed\s+disconnected\s+0\s+0\s+MCPOOL_[A-Z_]+: /m);
+    expect(out).toContain('budget: 1/9 live (warn, ok) · sessions: 0 · ready');
+    const json = JSON.parse((await run(['status', '--json'])).out) as { initialized: boolean };
+    expect(json.initialized).toBe(true);
+  });
+
+  it('restart prints the outcome; --entry asks one entry', async () => {
+    expect(await run(['restart', 'echo'])).toMatchObject({ code: 0, out: expect.stringMatching(/^echo: restarted in \d+ ms$/) });
+    expect(await run(['restart', 'echo', '--entry', '0'])).toMatchObject({ code: 0, out: expect.stringMatching(/^echo#0: restarted in \d+ ms$/) });
+  });
+
+  it('sessions lists the sessions', async () => {
+    expect((await run(['sessions'])).out).toBe('(no sessions)');
+    const session = await running.daemon.createSession({ id: 'operator', rights: new Set(['read', 'write']) }, { label: 'cli' });
+    const { out } = await run(['sessions']);
+    expect(out).toContain(session.id);
+    expect(out).toMatch(/operator\s+\S+\s+cli\s+echo#0, web \(failed\)/);
+    expect(JSON.parse((await run(['sessions', '--json'])).out).sessions).toHaveLength(1);
+  });
+
+  it('a failed request exits 1 with the daemon’s code; a bad token too', async () => {
+    expect(await run(['restart', 'nope'])).toMatchObject({ code: 1, err: 'error: 404 MCPOOL_NOT_FOUND: no server named "nope"' });
+    expect(await run(['status'], { MCPOOL_TOKEN: 'wrong-token-0123456789' })).toMatchObject({ code: 1, err: expect.stringContaining('401 MCPOOL_UNAUTHORIZED') });
+  });
+
+  it('no token exits 2 saying where the token should be; an unreachable daemon exits 3', async () => {
+    const noToken = await run(['status'], { MCPOOL_STATE_DIR: join(dir, 'elsewhere') });
+    expect(noToken.code).toBe(2);
+    expect(noToken.err).toContain(join(dir, 'elsewhere', 'token'));
+    const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+    const unreachable = await run(['status'], { MCPOOL_URL: 'http://127.0.0.1:9', MCPOOL_TOKEN: token });
+    expect(unreachable.code).toBe(3);
+    expect(unreachable.err).toContain('cannot reach the mcpool daemon at http://127.0.0.1:9');
+  });
+
+  it('takes the daemon address from the config when no URL is given', async () => {
+    const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+    writeFileSync(join(dir, 'addr.json'), JSON.stringify({ mcpServers: {}, daemon: { port: running.port } }));
+    const { code, out } = await run(['status', '--config', 'addr.json'], { MCPOOL_URL: undefined, MCPOOL_TOKEN: token });
+    expect(code).toBe(0);
+    expect(out).toContain('echo');
+  });
+});
+
+describe('usage and serve failures', () => {
+  it('help exits 0; an unknown command or a bad option exits 2', async () => {
+    const help = await run(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Exit codes:');
+    expect((await run(['frobnicate'])).code).toBe(2);
+    expect((await run(['serve', '--port', 'eighty'])).code).toBe(2);
+    expect((await run(['restart', 'echo', '--entry', '-1'])).code).toBe(2);
+  });
+
+  it('serve with a bad config exits 2; on a port in use exits 3', async () => {
+    expect((await run(['serve', '--config', 'bad.json'])).code).toBe(2);
+    expect((await run(['serve', '--config', 'good.json', '--port', String(running.port)])).code).toBe(3);
+  });
+});

@@ -1,0 +1,45 @@
+/**
+ * Errors of `@mcpool/client`. A daemon answer that is not 2xx becomes a {@link McpoolHttpError}
+ * carrying the daemon's `{statusCode, code, error, message}` body; a request that never got an
+ * answer (connection refused, timeout, abort) becomes a {@link McpoolRequestError}.
+ */
+import type { ErrorBody } from './types.js';
+
+/** The daemon answered with an error status. `code` is the daemon's stable `MCPOOL_…` code. */
+export class McpoolHttpError extends Error {
+  override name = 'McpoolHttpError';
+  readonly statusCode: number;
+  readonly code: string;
+  /** The HTTP reason phrase. */
+  readonly error: string;
+
+  constructor(body: ErrorBody) {
+    super(body.message);
+    this.statusCode = body.statusCode;
+    this.code = body.code;
+    this.error = body.error;
+  }
+}
+
+/** No answer: the daemon is not reachable, the request timed out, or it was aborted. */
+export class McpoolRequestError extends Error {
+  override name = 'McpoolRequestError';
+  /** `MCPOOL_UNREACHABLE`, `MCPOOL_REQUEST_TIMEOUT`, `MCPOOL_REQUEST_ABORTED` or `MCPOOL_BAD_RESPONSE`. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Builds the error of a non-2xx answer, tolerating a body that is not ours (a proxy, a crash). */
+export function errorFromResponse(status: number, statusText: string, body: unknown): McpoolHttpError {
+  if (typeof body === 'object' && body !== null) {
+    const b = body as Partial<ErrorBody>;
+    if (typeof b.code === 'string' && typeof b.message === 'string') {
+      return new McpoolHttpError({ statusCode: status, code: b.code, error: typeof b.error === 'string' ? b.error : statusText, message: b.message });
+    }
+  }
+  return new McpoolHttpError({ statusCode: status, code: 'MCPOOL_HTTP_ERROR', error: statusText, message: `HTTP ${status} ${statusText}` });
+}

@@ -1,0 +1,61 @@
+/**
+ * Everything here is public: the typed client of the mcpool daemon's REST control API and its
+ * event stream. It runs on `fetch` alone — no Node-only import anywhere under this entry (a test
+ * guards it) — so a browser or an IDE webview can load it.
+ */
+export { McpoolClient, isRestartEntries } from './client.js';
+export type { EventStream, EventStreamOptions, McpoolClientOptions, RequestOptions } from './client.js';
+export { McpoolHttpError, McpoolRequestError } from './errors.js';
+export {
+  INITIAL_SESSION_VIEW_STATE,
+  isWorkspaceScopedBudgetEvent,
+  reduceSessionViewState,
+  reduceSessionViewStates,
+} from './budget.js';
+export type { DaemonSessionViewState } from './budget.js';
+export { SseParser } from './sse.js';
+export type { SseMessage } from './sse.js';
+export type {
+  BudgetGuardrailEvent,
+  BudgetMode,
+  BudgetWarningEvent,
+  CapabilitiesResponse,
+  ChildRefusedBatchEvent,
+  ConfigRejectedEvent,
+  ConfigReloadedEvent,
+  CreateSessionRequest,
+  DaemonEvent,
+  DaemonEventPayload,
+  DaemonEventType,
+  EntryDisconnectedEvent,
+  EntryFailedEvent,
+  EntryReconnectedEvent,
+  EntryStatus,
+  EntryStatusEvent,
+  EntrySummaryItem,
+  ErrorBody,
+  EventsLostEvent,
+  HealthResponse,
+  McpStatus,
+  ReadyResponse,
+  ReloadResult,
+  RestartEntriesResponse,
+  RestartLegacyResponse,
+  RestartResponse,
+  RestartResult,
+  Right,
+  ServerProgressEvent,
+  ServerRestartedEvent,
+  SessionClosedEvent,
+  SessionCreatedEvent,
+  SessionInfo,
+  SessionList,
+  SessionServer,
+  ShutdownEvent,
+  ToolCallRequest,
+  ToolCallResponse,
+  TransportKind,
+  WorkspaceBudgetCell,
+  WorkspaceMcpServer,
+  WorkspaceMcpStatus,
+} from './types.js';

@@ -1,0 +1,312 @@
+/**
+ * The wire shapes of the daemon's REST control API (DESIGN §6, seed §8.3, §13, §14, §16.2).
+ * The daemon types its responses against these, so the two cannot drift apart silently.
+ * Only `import type` from `@mcpool/protocol`: nothing here exists at run time.
+ */
+import type { BudgetMode, EntryStatus, TransportKind } from '@mcpool/protocol';
+
+export type { BudgetMode, EntryStatus, TransportKind };
+
+/** A right a token holds: `read` for GETs, `write` for restart, reload and sessions (write includes read). */
+export type Right = 'read' | 'write';
+
+/** The error body of every failed request: one shape, `code` is stable (`MCPOOL_…`). */
+export interface ErrorBody {
+  statusCode: number;
+  code: string;
+  /** The HTTP reason phrase of `statusCode`. */
+  error: string;
+  message: string;
+}
+
+/** The seed's MCPServerStatus values, aggregated per server name (seed §8.1). */
+export type McpStatus = 'connected' | 'connecting' | 'disconnected';
+
+/** One pool entry of a server name. `entryIndex` is opaque and stable; the fingerprint never leaves the daemon. */
+export interface EntrySummaryItem {
+  entryIndex: number;
+  /** Sessions holding a view on the entry (the daemon's warm hold counts as one). */
+  refs: number;
+  status: EntryStatus;
+}
+
+/** One server cell of `GET /workspace/mcp`. */
+export interface WorkspaceMcpServer {
+  kind: 'mcp_server';
+  name: string;
+  /** Aggregated over the entries: any active → active, else draining, spawning, failed, closed. */
+  status: EntryStatus;
+  mcpStatus: McpStatus;
+  entryCount: number;
+  entrySummary: EntrySummaryItem[];
+  /** In the current config (false: only sessions that injected it, or an old config, hold it). */
+  configured: boolean;
+  /** Transport of the configured server, when configured. */
+  transport?: TransportKind;
+  /** The last start failure of the configured server, if its last start failed. */
+  lastError?: { code: string; message: string };
+}
+
+/** The workspace budget cell (seed §11.2). Consumers must tolerate other `scope` values. */
+export interface WorkspaceBudgetCell {
+  kind: 'mcp_budget';
+  scope: 'workspace';
+  liveCount: number;
+  clientBudget: number;
+  budgetMode: BudgetMode;
+  status: 'ok' | 'warning' | 'exhausted' | 'off';
+}
+
+/** `GET /workspace/mcp`. `initialized` is true even with no session (seed §14.3). */
+export interface WorkspaceMcpStatus {
+  initialized: true;
+  /** The configured servers have all been started once (ready or failed). */
+  ready: boolean;
+  servers: WorkspaceMcpServer[];
+  budget: WorkspaceBudgetCell;
+  /** Daemon sessions open now. */
+  sessions: number;
+}
+
+/** One entry's outcome in `POST /workspace/mcp/:server/restart` (seed §13.1). */
+export interface RestartResult {
+  entryIndex: number;
+  restarted: boolean;
+  durationMs: number;
+  /** Why it was not restarted: `budget_would_exceed`, `superseded`, `draining`, … */
+  reason?: string;
+}
+
+/** The legacy restart answer: the name had one entry and no `entryIndex` was asked (seed §13.1). */
+export interface RestartLegacyResponse {
+  restarted: boolean;
+  durationMs: number;
+  /** Present (true) when the restart was skipped; `reason` says why. */
+  skipped?: boolean;
+  reason?: string;
+}
+
+/** The per-entry restart answer: several entries share the name, or `entryIndex` was given. */
+export interface RestartEntriesResponse {
+  entries: RestartResult[];
+}
+
+export type RestartResponse = RestartLegacyResponse | RestartEntriesResponse;
+
+/** `POST /workspace/mcp/reload-all`: what changed, by server name. */
+export interface ReloadResult {
+  /** The file read, or null for the built-in default config. */
+  source: string | null;
+  added: string[];
+  removed: string[];
+  /** The fingerprint changed: new sessions get a new entry, the old one drains as its sessions leave. */
+  changed: string[];
+  unchanged: string[];
+  /** Daemon settings that changed in the file but need a restart of the daemon to apply. */
+  needsRestart: string[];
+}
+
+/** `POST /sessions` body. */
+export interface CreateSessionRequest {
+  /**
+   * Servers only this session uses, in the `mcpServers` format; a name that is also configured
+   * replaces the configured entry for this session. Never returned by any route. A stdio server
+   * runs a command: it needs the `write` right.
+   */
+  mcpServers?: Record<string, Record<string, unknown>>;
+  /** Which configured servers to acquire. @default all of them */
+  servers?: string[];
+  /** A free label shown in listings. */
+  label?: string;
+}
+
+/** One server of a daemon session. */
+export interface SessionServer {
+  name: string;
+  /** Injected by this session (its config is never returned). */
+  injected: boolean;
+  status: 'connected' | 'disconnected' | 'failed' | 'released';
+  entryIndex?: number;
+  /** This session's tools on that server, after its filters. */
+  tools: string[];
+  /** Why the acquire failed, when it did. */
+  error?: { code: string; message: string };
+}
+
+/** A daemon session: one pool session. */
+export interface SessionInfo {
+  id: string;
+  /** The client (token) that created it; `operator` for the daemon's own token. */
+  clientId: string;
+  createdAt: string;
+  label?: string;
+  servers: SessionServer[];
+}
+
+export interface SessionList {
+  sessions: SessionInfo[];
+}
+
+/** `POST /sessions/:id/tools/call` body. */
+export interface ToolCallRequest {
+  server: string;
+  name: string;
+  arguments?: Record<string, unknown>;
+  /** @default the daemon's callTimeoutMs */
+  timeoutMs?: number;
+}
+
+/** `POST /sessions/:id/tools/call`: the MCP result as the server sent it. */
+export interface ToolCallResponse {
+  result: Record<string, unknown>;
+}
+
+/** `GET /capabilities`. */
+export interface CapabilitiesResponse {
+  version: string;
+  /** Feature tags, e.g. `mcp_workspace_pool`, `mcp_pool_restart`; unknown tags must be ignored. */
+  capabilities: string[];
+}
+
+export interface HealthResponse {
+  status: 'ok';
+  uptimeMs: number;
+}
+
+/** `GET /readyz`: 200 when ready, 503 while the configured servers warm up. */
+export interface ReadyResponse {
+  ready: boolean;
+  servers: { total: number; ready: number; failed: number };
+}
+
+// --- Events (GET /workspace/mcp/events) ---------------------------------------------------------
+
+interface EntryEventBase {
+  serverName: string;
+  entryIndex: number;
+}
+
+/** An entry changed state (one per lifecycle change). `previous` is absent for a new entry. */
+export interface EntryStatusEvent extends EntryEventBase {
+  type: 'entry_status';
+  status: EntryStatus | 'gone';
+  previous?: EntryStatus;
+  refs: number;
+}
+
+export interface EntryDisconnectedEvent extends EntryEventBase {
+  type: 'disconnected';
+  generation: number;
+  reason: string;
+}
+
+export interface EntryReconnectedEvent extends EntryEventBase {
+  type: 'reconnected';
+  generation: number;
+  clientGeneration: number;
+}
+
+export interface EntryFailedEvent extends EntryEventBase {
+  type: 'failed';
+  generation: number;
+  lastError: { code: string; message: string };
+}
+
+/** Budget events (DESIGN §5). `scope` is absent on old daemons, which meant `session`. */
+export interface BudgetWarningEvent {
+  type: 'mcp_budget_warning';
+  scope?: 'workspace' | 'session';
+  sessionId?: string;
+  liveCount: number;
+  clientBudget: number;
+  budgetMode: BudgetMode;
+}
+
+export interface ChildRefusedBatchEvent {
+  type: 'mcp_child_refused_batch';
+  scope?: 'workspace' | 'session';
+  sessionId?: string;
+  refused: { serverName: string; sessionId: string }[];
+  liveCount: number;
+  clientBudget: number;
+  budgetMode: BudgetMode;
+}
+
+/** Budget guardrail events, as the seed's `DaemonMcpGuardrailEvent`. */
+export type BudgetGuardrailEvent = BudgetWarningEvent | ChildRefusedBatchEvent;
+
+export interface ServerProgressEvent {
+  type: 'servers_progress';
+  ready: number;
+  failed: number;
+  total: number;
+}
+
+export interface ConfigReloadedEvent {
+  type: 'config_reloaded';
+  trigger: 'api' | 'signal' | 'file';
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
+export interface ConfigRejectedEvent {
+  type: 'config_rejected';
+  trigger: 'api' | 'signal' | 'file';
+  message: string;
+}
+
+export interface ServerRestartedEvent {
+  type: 'server_restarted';
+  serverName: string;
+  entries: RestartResult[];
+}
+
+export interface SessionCreatedEvent {
+  type: 'session_created';
+  sessionId: string;
+  clientId: string;
+}
+
+export interface SessionClosedEvent {
+  type: 'session_closed';
+  sessionId: string;
+}
+
+/** The stream lost events before this point: refetch `GET /workspace/mcp` rather than trust a delta. */
+export interface EventsLostEvent {
+  type: 'events_lost';
+  reason: 'daemon_restarted' | 'buffer_overflow' | 'unknown_id';
+}
+
+export interface ShutdownEvent {
+  type: 'shutdown';
+  signal?: string;
+}
+
+/** Everything the event stream carries. Unknown `type`s may appear later: ignore them. */
+export type DaemonEventPayload =
+  | EntryStatusEvent
+  | EntryDisconnectedEvent
+  | EntryReconnectedEvent
+  | EntryFailedEvent
+  | BudgetWarningEvent
+  | ChildRefusedBatchEvent
+  | ServerProgressEvent
+  | ConfigReloadedEvent
+  | ConfigRejectedEvent
+  | ServerRestartedEvent
+  | SessionCreatedEvent
+  | SessionClosedEvent
+  | EventsLostEvent
+  | ShutdownEvent;
+
+export type DaemonEventType = DaemonEventPayload['type'];
+
+/** One event of the stream: the SSE `id` (for `Last-Event-ID`), its time, and its payload. */
+export interface DaemonEvent<P extends DaemonEventPayload = DaemonEventPayload> {
+  /** Absent on synthetic events (`events_lost`) that are not replayable. */
+  id?: string;
+  at: string;
+  data: P;
+}
