@@ -8,8 +8,13 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
   ErrorCode as McpErrorCode,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
   McpError,
+  ResourceUpdatedNotificationSchema,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -22,6 +27,7 @@ import {
   type ResourceTemplateInfo,
   type ServerConfig,
   type ToolInfo,
+  type UpstreamNotification,
 } from '@mcpool/protocol';
 import { z } from 'zod';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
@@ -31,6 +37,12 @@ import type { Logger } from 'pino';
 
 /** The kinds of list a server can announce changes of. */
 export type ListKind = 'tools' | 'prompts' | 'resources';
+
+export interface ServerMessageHooks {
+  request(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  notification(notification: UpstreamNotification): void;
+  resourceUpdated(uri: string): void;
+}
 
 export interface Lists {
   tools: ToolInfo[];
@@ -86,7 +98,9 @@ export class ServerConnection {
    */
   static async open(options: OpenConnectionOptions): Promise<ServerConnection> {
     const { config, signal, logger } = options;
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    // Server→client requests are routed to the session whose call is in flight (viewHub.ts), so
+    // the pool can offer what its sessions may answer.
+    const client = new Client(CLIENT_INFO, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
     let transport: Transport | undefined;
     let lastError: Error | undefined;
     const onAbort = (): void => {
@@ -159,6 +173,24 @@ export class ServerConnection {
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => onChanged('tools'));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => onChanged('prompts'));
     this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => onChanged('resources'));
+  }
+
+  /**
+   * Routes what the server sends on its own: sampling/elicitation/roots requests, logging and
+   * other notifications, and `resources/updated`.
+   */
+  onServerMessages(hooks: ServerMessageHooks): void {
+    for (const schema of [CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema]) {
+      this.client.setRequestHandler(schema as typeof ListRootsRequestSchema, (request, extra) =>
+        hooks.request(request.method, (request.params ?? {}) as Record<string, unknown>, extra.signal) as never,
+      );
+    }
+    this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => hooks.resourceUpdated(notification.params.uri));
+    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) =>
+      hooks.notification({ method: notification.method, params: notification.params as Record<string, unknown> }),
+    );
+    this.client.fallbackNotificationHandler = async (notification) =>
+      hooks.notification({ method: notification.method, ...(notification.params ? { params: notification.params as Record<string, unknown> } : {}) });
   }
 
   #watch(): void {

@@ -19,11 +19,9 @@ import {
   type ActorStartArgs,
   type ActorStartResult,
   type AttachArgs,
-  type CallToolArgs,
   type ControlOps,
   type RestartOutcome,
   type EntryStatus,
-  type RpcHandlerContext,
   type ViewEvents,
 } from '@mcpool/protocol';
 import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
@@ -31,6 +29,7 @@ import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionM
 import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
 import { SnapshotStore } from './snapshotStore.js';
+import { ViewHub } from './viewHub.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('@mcpool/actor/worker must run in a worker thread');
@@ -44,7 +43,16 @@ let connection: ServerConnection | undefined;
 let clientGeneration = 0;
 let pgid: number | undefined;
 let lastStatus: EntryStatus | undefined;
-const views = new Map<string, RpcChannel>();
+const hub: ViewHub = new ViewHub({
+  live: () => liveConnection(),
+  get callTimeoutMs() {
+    return args?.callTimeoutMs ?? 60_000;
+  },
+  mapError: (error, cancellable, signal, generation, timeout, conn) => mapCallError(error, cancellable, signal, generation, timeout, conn),
+  get logger() {
+    return logger;
+  },
+});
 /** Teardowns of lost connections still running; the thread waits for them before it ends. */
 const retiring = new Set<Promise<void>>();
 
@@ -61,7 +69,7 @@ function emitControl<K extends keyof ActorEvents>(ev: K, data: ActorEvents[K]): 
 }
 
 function broadcast<K extends keyof ViewEvents>(ev: K, data: ViewEvents[K]): void {
-  for (const view of views.values()) view.emit(ev, data);
+  hub.broadcast(ev, data);
   // The supervisor hears connection changes too (pool events), but never snapshots.
   if (ev === 'status') emitControl('connection', data as ViewEvents['status']);
 }
@@ -117,6 +125,12 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
             conn.onListChanged((kind) => {
               if (connection === conn) void store.refresh(kind, conn, generation);
             });
+            conn.onServerMessages({
+              request: (method, params, signal) => hub.serverRequest(method, params, signal),
+              notification: (notification) => hub.notification(notification),
+              resourceUpdated: (uri) => hub.resourceUpdated(uri),
+            });
+            if (reconnect) void hub.resubscribe(conn);
             if (reconnect) {
               logger.info({ clientGeneration: generation, pid: conn.pid }, 'reconnected');
               broadcast('status', { status: 'reconnected', generation: store.snapshot.generation, clientGeneration: generation });
@@ -171,16 +185,8 @@ function attach({ viewId, sessionId, port }: AttachArgs): { generation: number }
     port.close();
     throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
   }
-  const view = new RpcChannel(port, {
-    handler: (op, opArgs, ctx) => handleView(op, opArgs, ctx),
-    onClose: () => {
-      if (views.get(viewId) === view) views.delete(viewId);
-    },
-  });
-  views.set(viewId, view);
+  hub.attach(viewId, port, store.snapshot);
   logger.debug({ viewId, sessionId }, 'view attached');
-  // Snapshot replay on attach (seed §7.2).
-  view.emit('snapshot', store.snapshot);
   return { generation: store.snapshot.generation };
 }
 
@@ -190,41 +196,6 @@ function liveConnection(): { conn: ServerConnection; generation: number } {
     throw new PoolError(code, lastStatus === 'active' ? 'the server is reconnecting' : `the entry is ${lastStatus}`, { data: { serverName: args?.serverName, entryIndex: args?.entryIndex } });
   }
   return { conn: connection, generation: clientGeneration };
-}
-
-async function handleView(op: string, opArgs: unknown, ctx: RpcHandlerContext): Promise<unknown> {
-  const { conn, generation } = liveConnection();
-  const callArgs = opArgs as CallToolArgs & { uri?: string; arguments?: Record<string, unknown> };
-  const timeout = callArgs.timeoutMs ?? args!.callTimeoutMs;
-  let method: string;
-  let params: Record<string, unknown>;
-  switch (op) {
-    case 'callTool':
-      method = 'tools/call';
-      params = { name: callArgs.name, ...(callArgs.arguments ? { arguments: callArgs.arguments } : {}), ...(callArgs._meta ? { _meta: callArgs._meta } : {}) };
-      break;
-    case 'getPrompt':
-      method = 'prompts/get';
-      params = { name: callArgs.name, ...(callArgs.arguments ? { arguments: callArgs.arguments } : {}) };
-      break;
-    case 'readResource':
-      method = 'resources/read';
-      params = { uri: callArgs.uri };
-      break;
-    default:
-      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown view operation ${op}`);
-  }
-  try {
-    return await conn.request(method, params, {
-      // Only a call its caller can cancel carries a signal upstream (it costs per call); the SDK's
-      // own timeout still sends `notifications/cancelled` for every call.
-      ...(callArgs.cancellable ? { signal: ctx.signal } : {}),
-      timeout,
-      ...(callArgs.wantProgress ? { onprogress: (progress) => ctx.progress(progress) } : {}),
-    });
-  } catch (error) {
-    throw mapCallError(error, callArgs.cancellable === true, ctx.signal, generation, timeout, conn);
-  }
 }
 
 function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError {
@@ -308,8 +279,7 @@ function finish(reason: string): void {
 }
 
 function end(reason: string): void {
-  for (const view of views.values()) view.close('the entry closed');
-  views.clear();
+  hub.closeAll('the entry closed');
   logger.info({ reason }, 'closed');
   emitControl('closed', { reason });
   for (const resolve of closeWaiters) resolve();
@@ -362,9 +332,7 @@ const channel = new RpcChannel(control, {
       case 'attach':
         return attach(opArgs as AttachArgs);
       case 'detach': {
-        const { viewId } = opArgs as { viewId: string };
-        views.get(viewId)?.close('detached');
-        views.delete(viewId);
+        hub.detach((opArgs as { viewId: string }).viewId);
         return undefined;
       }
       case 'setIdle':

@@ -13,7 +13,7 @@ export type {
   ServerSnapshotSummary,
 } from './pool.js';
 export { PooledConnection } from './pooledConnection.js';
-export type { CallOptions, ConnectionStatus, PooledConnectionEvent, PooledConnectionEvents } from './pooledConnection.js';
+export type { CallOptions, ConnectionStatus, PooledConnectionEvent, PooledConnectionEvents, ServerRequestHandler } from './pooledConnection.js';
 export { SessionFilter } from './sessionFilter.js';
 export type { SessionFields } from './sessionFilter.js';
 export { BUDGET_REARM_FRACTION, BUDGET_WARN_FRACTION, WorkspaceBudget } from './budget.js';
@@ -25,4 +25,4 @@ export {
   PoolError,
   isWorkspaceScopedBudgetEvent,
 } from '@mcpool/protocol';
-export type { ConnectionId, PoolEvent, ServerConfig, SessionTool } from '@mcpool/protocol';
+export type { ConnectionId, PoolEvent, ServerConfig, SessionTool, UpstreamNotification } from '@mcpool/protocol';

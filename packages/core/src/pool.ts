@@ -393,7 +393,7 @@ export class McpTransportPool {
       if (outcome.restarted) {
         this.#logger.info({ server: entry.serverName, entryIndex: entry.entryIndex, ms: Date.now() - started }, 'restarted');
         // The restart left `draining`: nobody holds it, so the grace starts again.
-        if (entry.status === 'draining') entry.status = 'active';
+        if (entry.status === 'draining') this.#setStatus(entry, 'active');
         entry.idle = false;
         this.#idleIfUnused(entry);
       }
@@ -443,7 +443,7 @@ export class McpTransportPool {
         entry.views.clear();
         try {
           if (force) {
-            entry.status = 'closed';
+            this.#setStatus(entry, 'closed');
             await entry.handle.terminate();
             result.forced += 1;
           } else {
@@ -520,6 +520,7 @@ export class McpTransportPool {
       pinging: false,
     };
     this.#entries.set(id, entry);
+    this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: 0, status: 'spawning' });
     const log = this.#logger.child({ server: name, entryIndex });
     handle.onEvent((ev, data) => this.#onActorEvent(entry, ev, data));
     handle.onExit((code) => this.#onActorExit(entry, code));
@@ -541,13 +542,13 @@ export class McpTransportPool {
     entry.ready = (previous === undefined ? Promise.resolve() : withDeadline(previous, this.#options.shutdownStepMs * 2 + 3000))
       .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
       .then((result) => {
-        if (entry.status === 'spawning') entry.status = 'active';
+        if (entry.status === 'spawning') this.#setStatus(entry, 'active');
         log.info({ pid: result.pid, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
       })
       .catch(async (error: unknown) => {
         const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
-        entry.status = 'failed';
         entry.lastError = failure.toWire();
+        this.#setStatus(entry, 'failed');
         this.#evict(entry);
         log.warn({ code: failure.code, error: failure.message }, 'spawn failed');
         await handle.shutdown('spawn failed', this.#options.shutdownStepMs * 2 + 1000);
@@ -622,7 +623,7 @@ export class McpTransportPool {
   #closeEntry(entry: PoolEntry, reason: string): Promise<void> {
     if (entry.closing === undefined) {
       // Terminal state first, synchronously: no attach can reach this entry from now on.
-      if (!isTerminal(entry.status)) entry.status = 'closed';
+      if (!isTerminal(entry.status)) this.#setStatus(entry, 'closed');
       this.#evict(entry);
       entry.closing = this.#retire(entry, entry.handle.shutdown(reason, this.#options.shutdownStepMs * 2 + 2000));
     }
@@ -693,7 +694,7 @@ export class McpTransportPool {
       const { status, error } = data as ActorEvents['status'];
       if (entry.status === 'spawning' && status === 'active') return; // settled by `ready`
       if (isTerminal(entry.status) && !isTerminal(status)) return;
-      entry.status = status;
+      this.#setStatus(entry, status);
       if (status === 'closed') {
         this.#evict(entry);
         void this.#retire(entry, entry.handle.shutdown('closed', this.#options.shutdownStepMs + 1000));
@@ -739,8 +740,8 @@ export class McpTransportPool {
       message: entry.unresponsive ? `the actor of ${entry.serverName} stopped answering and was ended` : `the actor of ${entry.serverName} died (exit code ${code})`,
       data: { exitCode: code },
     };
-    entry.status = 'failed';
     entry.lastError = lastError;
+    this.#setStatus(entry, 'failed');
     this.#evict(entry);
     void this.#retire(entry, teardown);
     for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
@@ -749,6 +750,20 @@ export class McpTransportPool {
     this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, reason: 'actor_died' });
     this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, lastError });
     this.#recordFailure(entry, lastError);
+  }
+
+  /** Every status change of an entry is an event (the daemon logs one line per lifecycle change). */
+  #setStatus(entry: PoolEntry, status: EntryStatus): void {
+    if (entry.status === status) return;
+    entry.status = status;
+    this.#emit({
+      type: 'statusChanged',
+      serverName: entry.serverName,
+      entryIndex: entry.entryIndex,
+      generation: 0,
+      status,
+      ...(status === 'failed' && entry.lastError ? { lastError: entry.lastError } : {}),
+    });
   }
 
   #index(sessionId: string, entry: PoolEntry): void {

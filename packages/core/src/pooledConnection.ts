@@ -11,6 +11,7 @@ import {
   RpcChannel,
   errorFromWire,
   type BudgetEvent,
+  type CallEvent,
   type ConnectionId,
   type EntryEvent,
   type ProgressInfo,
@@ -19,6 +20,7 @@ import {
   type ResourceTemplateInfo,
   type ServerSnapshot,
   type SessionTool,
+  type UpstreamNotification,
   type ViewEvents,
 } from '@mcpool/protocol';
 import { SessionFilter, type SessionFields } from './sessionFilter.js';
@@ -30,7 +32,21 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Progress of this call only; asking for it sets a progress token upstream. */
   onProgress?: (progress: ProgressInfo) => void;
+  /**
+   * Notifications the server sent while this call was in flight and that can be blamed on it
+   * (logging during a tool call): when no other session had a call in flight on the entry.
+   */
+  onNotification?: (notification: UpstreamNotification) => void;
+  /** Sent upstream as the request's `_meta` (the pool sets the progress token itself). */
+  _meta?: Record<string, unknown>;
 }
+
+/**
+ * Answers a request the server sent while this session's call was in flight: `sampling/createMessage`,
+ * `elicitation/create`, `roots/list`. The result goes back upstream as is; a thrown error becomes
+ * a JSON-RPC error (a PoolError's `data.mcpCode` sets its code).
+ */
+export type ServerRequestHandler = (request: { method: string; params: Record<string, unknown> }, signal: AbortSignal) => Promise<Record<string, unknown>>;
 
 export type ConnectionStatus = 'connected' | 'disconnected' | 'failed' | 'released';
 
@@ -43,6 +59,10 @@ export interface PooledConnectionEvents {
   reconnected: Extract<EntryEvent, { type: 'reconnected' }>;
   failed: Extract<EntryEvent, { type: 'failed' }>;
   budget: BudgetEvent;
+  /** A notification from the server that no call of this session can be blamed for. */
+  notification: UpstreamNotification;
+  /** A resource this session subscribed to changed. */
+  resourceUpdated: { uri: string };
 }
 
 export type PooledConnectionEvent = keyof PooledConnectionEvents;
@@ -81,6 +101,7 @@ export class PooledConnection {
   #resolveReady!: () => void;
   #rejectReady!: (error: PoolError) => void;
   #releasing: Promise<void> | undefined;
+  #serverRequestHandler: ServerRequestHandler | undefined;
 
   constructor(init: PooledConnectionInit) {
     this.id = init.id;
@@ -97,6 +118,7 @@ export class PooledConnection {
     // Nobody may be awaiting readiness (a release during acquire): never an unhandled rejection.
     this.#ready.catch(() => undefined);
     this.#channel = new RpcChannel(init.port, {
+      handler: (op, opArgs, ctx) => this.#onServerRequest(op, opArgs, ctx.signal),
       onEvent: (ev, data) => this.#onActorEvent(ev as keyof ViewEvents, data),
       onClose: (reason) => this.#onChannelClose(reason),
     });
@@ -180,6 +202,43 @@ export class PooledConnection {
     return this.#call('readResource', { uri }, options);
   }
 
+  /**
+   * Passes another request through to the server, result as received: `completion/complete`
+   * (refused for a prompt this session's filter hides), `logging/setLevel` (shared by every
+   * session of the entry), `ping`, `resources/templates/list`.
+   */
+  request(method: string, params: Record<string, unknown> = {}, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    const ref = params.ref as { type?: unknown; name?: unknown } | undefined;
+    if (method === 'completion/complete' && ref?.type === 'ref/prompt' && typeof ref.name === 'string' && !this.#filter.allows(ref.name)) {
+      return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `prompt '${ref.name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, prompt: ref.name } }));
+    }
+    return this.#call('request', { method, params }, options);
+  }
+
+  /** Subscribes this session to `resources/updated` for `uri` (refcounted upstream per entry). */
+  async subscribeResource(uri: string): Promise<void> {
+    if (this.#releaseError) throw this.#releaseError;
+    await this.#channel.request('subscribe', { uri }, { timeoutMs: this.#callTimeoutMs + ACTOR_GRACE_MS });
+  }
+
+  async unsubscribeResource(uri: string): Promise<void> {
+    if (this.#releaseError) throw this.#releaseError;
+    await this.#channel.request('unsubscribe', { uri }, { timeoutMs: this.#callTimeoutMs + ACTOR_GRACE_MS });
+  }
+
+  /** Sets (or clears) who answers the server's sampling/elicitation/roots requests for this session. */
+  setServerRequestHandler(handler: ServerRequestHandler | undefined): void {
+    this.#serverRequestHandler = handler;
+  }
+
+  async #onServerRequest(op: string, opArgs: unknown, signal: AbortSignal): Promise<unknown> {
+    const request = opArgs as { method: string; params: Record<string, unknown> };
+    if (op !== 'serverRequest' || this.#serverRequestHandler === undefined) {
+      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `this session does not handle ${request?.method ?? op}`, { data: { mcpCode: -32601 } });
+    }
+    return this.#serverRequestHandler(request, signal);
+  }
+
   #call(op: string, args: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
     if (this.#releaseError) return Promise.reject(this.#releaseError);
     const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
@@ -187,11 +246,17 @@ export class PooledConnection {
     return this.#channel
       .request<Record<string, unknown>>(
         op,
-        { ...args, timeoutMs, ...(options.signal ? { cancellable: true } : {}) },
+        {
+          ...args,
+          timeoutMs,
+          ...(options.signal ? { cancellable: true } : {}),
+          ...(options.onNotification ? { wantNotifications: true } : {}),
+          ...(options._meta ? { _meta: options._meta } : {}),
+        },
         {
           signal: options.signal,
           timeoutMs: timeoutMs + ACTOR_GRACE_MS,
-          onProgress: options.onProgress as ((data: unknown) => void) | undefined,
+          onProgress: options.onProgress || options.onNotification ? (data) => deliverCallEvent(data as CallEvent, options) : undefined,
         },
       )
       .catch((error: unknown) => {
@@ -268,6 +333,14 @@ export class PooledConnection {
       this.#apply(data as ServerSnapshot, false);
       return;
     }
+    if (ev === 'notification') {
+      this.#emit('notification', data as UpstreamNotification);
+      return;
+    }
+    if (ev === 'resourceUpdated') {
+      this.#emit('resourceUpdated', data as { uri: string });
+      return;
+    }
     if (ev === 'status') {
       const status = data as ViewEvents['status'];
       const base = { serverName: this.serverName, entryIndex: this.entryIndex, generation: status.generation };
@@ -323,6 +396,14 @@ export class PooledConnection {
       generation: this.generation,
       lastError: this.#releaseError.toWire(),
     });
+  }
+}
+
+function deliverCallEvent(event: CallEvent, options: CallOptions): void {
+  if (event.kind === 'notification') options.onNotification?.(event.notification);
+  else {
+    const { kind: _kind, ...progress } = event;
+    options.onProgress?.(progress);
   }
 }
 

@@ -122,7 +122,8 @@ describe('drain', () => {
   });
 
   it('after the grace the entry closes with its process, and the next acquire spawns anew', async () => {
-    const pool = newPool({ drainDelayMs: 150 });
+    const statuses: string[] = [];
+    const pool = newPool({ drainDelayMs: 150, onEvent: (event) => event.type === 'statusChanged' && statuses.push(`${event.entryIndex}:${event.status}`) });
     const mark = newMark('drained');
     const cfg = fixtureConfig('echo.mjs', mark);
     const view = await pool.acquire('echo', cfg, 's1');
@@ -137,6 +138,8 @@ describe('drain', () => {
     const nextPid = pidFromResult(await next.callTool('pid'));
     expect(nextPid).not.toBe(pid);
     expect(next.entryIndex).toBe(1);
+    // One event per lifecycle change.
+    expect(statuses).toEqual(['0:spawning', '0:active', '0:draining', '0:closed', '1:spawning', '1:active']);
   });
 
   it('the hard idle cap never closes an entry that has refs', async () => {

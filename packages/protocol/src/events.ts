@@ -70,7 +70,8 @@ export type EntryEvent =
   | (EntryEventBase & { type: 'resourcesChanged'; resources: ResourceInfo[]; resourceTemplates: ResourceTemplateInfo[] })
   | (EntryEventBase & { type: 'disconnected'; reason: DisconnectReason })
   | (EntryEventBase & { type: 'reconnected'; clientGeneration: number })
-  | (EntryEventBase & { type: 'failed'; lastError: WireError });
+  | (EntryEventBase & { type: 'failed'; lastError: WireError })
+  | (EntryEventBase & { type: 'statusChanged'; status: EntryStatus; lastError?: WireError });
 
 export interface BudgetWarningEvent {
   type: 'mcp_budget_warning';

@@ -87,11 +87,28 @@ export interface CallToolArgs {
   wantProgress?: boolean | undefined;
   /** The caller may cancel: the actor then ties the upstream request to the view's cancel. */
   cancellable?: boolean | undefined;
+  /** The caller listens for notifications attributed to this call (logging during it). */
+  wantNotifications?: boolean | undefined;
   _meta?: Record<string, unknown> | undefined;
 }
 
+/** A notification from the server, passed on as received. */
+export interface UpstreamNotification {
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+/** What travels on a call's progress channel: its progress, or a notification attributed to it. */
+export type CallEvent = ({ kind: 'progress' } & ProgressInfo) | { kind: 'notification'; notification: UpstreamNotification };
+
+/** Requests a view sends to its actor. */
 export interface ViewOps {
   callTool: { args: CallToolArgs; result: Record<string, unknown> };
+  /** Pass-through of `completion/complete`, `logging/setLevel`, `ping`, `resources/templates/list`. */
+  request: { args: { method: string; params?: Record<string, unknown>; timeoutMs?: number | undefined }; result: Record<string, unknown> };
+  /** Refcounted upstream per entry; replayed after a reconnect. */
+  subscribe: { args: { uri: string }; result: void };
+  unsubscribe: { args: { uri: string }; result: void };
   getPrompt: { args: { name: string; arguments?: Record<string, string> | undefined; timeoutMs?: number | undefined }; result: Record<string, unknown> };
   readResource: { args: { uri: string; timeoutMs?: number | undefined }; result: Record<string, unknown> };
 }
@@ -103,7 +120,16 @@ export interface ProgressInfo {
   message?: string;
 }
 
+/** Requests an actor sends to a view: a server→client request attributed to the view's call. */
+export interface ViewServerOps {
+  serverRequest: { args: { method: string; params: Record<string, unknown> }; result: Record<string, unknown> };
+}
+
 export interface ViewEvents {
+  /** A notification the server sent that no single call can be blamed for. */
+  notification: UpstreamNotification;
+  /** A resource this view subscribed to changed. */
+  resourceUpdated: { uri: string };
   /** A full snapshot; replayed on attach and sent after every change. */
   snapshot: ServerSnapshot;
   /** The connection status changed. */

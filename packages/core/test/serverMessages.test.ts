@@ -1,0 +1,136 @@
+/**
+ * What a server sends on its own, routed per session: logging during a call goes to that call,
+ * sampling/elicitation go to the session whose call is in flight (refused when that is
+ * ambiguous), resource updates go to subscribers, other requests pass through. Upstream is the
+ * conformance fixture server, a real child.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ErrorCode, McpTransportPool, type UpstreamNotification } from '@mcpool/core';
+import { fixtureConfig, killMarked, marker, textOf } from '../../../test/helpers/processes.js';
+
+const pools: McpTransportPool[] = [];
+const marks: string[] = [];
+
+function setup(label: string): { pool: McpTransportPool; cfg: Record<string, unknown> } {
+  const pool = new McpTransportPool({ drainDelayMs: 60_000, stateDir: false });
+  const mark = marker(label);
+  pools.push(pool);
+  marks.push(mark);
+  return { pool, cfg: fixtureConfig('conformance.mjs', mark) };
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
+  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+});
+
+describe('server messages', () => {
+  it('logging sent during a call reaches that call, and no other session', async () => {
+    const { pool, cfg } = setup('logging');
+    const a = await pool.acquire('conf', cfg, 'A');
+    const b = await pool.acquire('conf', cfg, 'B');
+    const heardByB: UpstreamNotification[] = [];
+    b.on('notification', (n) => heardByB.push(n));
+    const logs: UpstreamNotification[] = [];
+
+    const result = await a.callTool('test_tool_with_logging', {}, { onNotification: (n) => logs.push(n) });
+
+    expect(textOf(result)).toMatch(/sent 3 log messages/);
+    expect(logs.map((n) => [n.method, n.params?.data])).toEqual([
+      ['notifications/message', 'Tool execution started'],
+      ['notifications/message', 'Tool processing data'],
+      ['notifications/message', 'Tool execution completed'],
+    ]);
+    expect(heardByB).toEqual([]);
+  });
+
+  it('sampling goes to the session whose call is in flight, and its answer goes back upstream as is', async () => {
+    const { pool, cfg } = setup('sampling');
+    const a = await pool.acquire('conf', cfg, 'A');
+    const b = await pool.acquire('conf', cfg, 'B');
+    const bHandler = vi.fn();
+    b.setServerRequestHandler(bHandler);
+    a.setServerRequestHandler(async (request) => {
+      expect(request.method).toBe('sampling/createMessage');
+      const messages = request.params.messages as { content: { text: string } }[];
+      return { role: 'assistant', model: 'test-model', content: { type: 'text', text: `echo of ${messages[0]!.content.text}` } };
+    });
+
+    const result = await a.callTool('test_sampling', { prompt: 'hello' });
+
+    expect(textOf(result)).toBe('LLM response: echo of hello');
+    expect(bHandler).not.toHaveBeenCalled();
+  });
+
+  it('elicitation from the server is answered by the calling session', async () => {
+    const { pool, cfg } = setup('elicit');
+    const a = await pool.acquire('conf', cfg, 'A');
+    a.setServerRequestHandler(async (request) => {
+      expect(request.method).toBe('elicitation/create');
+      return { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } };
+    });
+    expect(textOf(await a.callTool('test_elicitation', { message: 'who are you?' }))).toMatch(/ada/);
+  });
+
+  it('a session without a handler refuses the server request with a JSON-RPC error; the call still settles', async () => {
+    const { pool, cfg } = setup('nohandler');
+    const a = await pool.acquire('conf', cfg, 'A');
+    const outcome = await a.callTool('test_sampling', { prompt: 'x' }).catch((error: unknown) => error);
+    // The fixture turns the refused request into an error of its own: either way, no hang.
+    expect(outcome).toBeDefined();
+  });
+
+  it('when two sessions have calls in flight, a server request is refused rather than guessed', async () => {
+    const { pool, cfg } = setup('ambiguous');
+    const a = await pool.acquire('conf', cfg, 'A');
+    const b = await pool.acquire('conf', cfg, 'B');
+    const handler = vi.fn(async () => ({ role: 'assistant', model: 'm', content: { type: 'text', text: 'never' } }));
+    a.setServerRequestHandler(handler);
+    b.setServerRequestHandler(handler);
+    // B holds a call open (progress keeps it in flight ~100 ms) while A's tool asks for sampling.
+    const held = b.callTool('test_tool_with_progress', {}, { onProgress: () => undefined });
+    const sampled = await a.callTool('test_sampling', { prompt: 'x' }).then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    );
+    await held;
+    expect(handler).not.toHaveBeenCalled();
+    const text = 'error' in sampled ? (sampled.error as Error).message : JSON.stringify(sampled.result);
+    expect(text).toMatch(/cannot route sampling\/createMessage/);
+  });
+
+  it('resource updates reach only the sessions subscribed to that URI; subscriptions are refcounted', async () => {
+    const { pool, cfg } = setup('subscribe');
+    const a = await pool.acquire('conf', cfg, 'A');
+    const b = await pool.acquire('conf', cfg, 'B');
+    const updatesA: string[] = [];
+    const updatesB: string[] = [];
+    a.on('resourceUpdated', ({ uri }) => updatesA.push(uri));
+    b.on('resourceUpdated', ({ uri }) => updatesB.push(uri));
+
+    await a.subscribeResource('test://watched-resource');
+    await a.callTool('touch_watched_resource', {});
+    await vi.waitFor(() => expect(updatesA).toEqual(['test://watched-resource']), { timeout: 5000, interval: 10 });
+    expect(updatesB).toEqual([]);
+
+    await a.unsubscribeResource('test://watched-resource');
+    await b.subscribeResource('test://watched-resource');
+    await b.callTool('touch_watched_resource', {});
+    await vi.waitFor(() => expect(updatesB).toEqual(['test://watched-resource']), { timeout: 5000, interval: 10 });
+    expect(updatesA).toEqual(['test://watched-resource']);
+  });
+
+  it('completion, setLevel and ping pass through; a completion for a hidden prompt is refused', async () => {
+    const { pool, cfg } = setup('passthrough');
+    const a = await pool.acquire('conf', { ...cfg, excludeTools: ['test_prompt_with_arguments'] }, 'A');
+    const b = await pool.acquire('conf', cfg, 'B');
+    expect(await b.request('ping')).toEqual({});
+    expect(await b.request('logging/setLevel', { level: 'debug' })).toEqual({});
+    const completion = await b.request('completion/complete', { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'a' } });
+    expect(completion).toHaveProperty('completion');
+    await expect(a.request('completion/complete', { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'a' } })).rejects.toMatchObject({
+      code: ErrorCode.TOOL_NOT_ALLOWED,
+    });
+    await expect(b.request('tools/call', { name: 'x' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+  });
+});
