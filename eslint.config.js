@@ -32,7 +32,21 @@ export default tseslint.config(
     rules: boundary(['@mcpool/actor', '@mcpool/client', 'xstate'], 'core talks to actors only through @mcpool/protocol messages; it locates the worker entry with import.meta.resolve.'),
   },
   {
-    files: ['**/*.mjs', '**/*.js', 'test/**', 'packages/*/test/**', 'examples/**'],
+    files: ['packages/client/src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: '@mcpool/client runs in a browser/webview too: use fetch and web APIs only.' },
+            { group: ['@mcpool/core', '@mcpool/core/*', '@mcpool/actor', '@mcpool/actor/*'], message: 'the client sees the daemon over HTTP, never the pool itself.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['**/*.mjs', '**/*.js', 'test/**', 'packages/*/test/**', 'apps/*/test/**', 'examples/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -29,6 +29,8 @@ const rules: Record<string, RegExp[]> = {
   protocol: [/^@mcpool\//, /^@modelcontextprotocol\//, /^xstate/, /^pino/],
   actor: [/^@mcpool\/(core|client)/],
   core: [/^@mcpool\/(actor|client)/, /^@modelcontextprotocol\//, /^xstate/],
+  // The client's root must load in a webview: web APIs only, and the daemon only over HTTP.
+  client: [/^node:/, /^@mcpool\/(core|actor)/, /^pino/, /^@modelcontextprotocol\//],
 };
 
 describe('package boundaries', () => {

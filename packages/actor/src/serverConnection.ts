@@ -379,7 +379,12 @@ function toSpawnError(error: unknown, transportError: Error | undefined): PoolEr
   if (err?.name === 'AbortError' || err?.name === 'TimeoutError') {
     return new PoolError(ErrorCode.SPAWN_FAILED, 'spawn aborted', { cause: error });
   }
-  const detail = transportError && transportError !== error ? ` (${transportError.message})` : '';
+  // fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error…) is in its cause.
+  const cause = (err as { cause?: { message?: unknown } } | undefined)?.cause?.message;
+  const detail = [typeof cause === 'string' ? cause : undefined, transportError && transportError !== error ? transportError.message : undefined]
+    .filter(Boolean)
+    .map((part) => ` (${part})`)
+    .join('');
   const data = typeof err?.code === 'string' || typeof err?.code === 'number' ? { originalCode: err.code } : undefined;
   return new PoolError(ErrorCode.SPAWN_FAILED, `${err?.message ?? String(error)}${detail}`, data ? { cause: error, data } : { cause: error });
 }

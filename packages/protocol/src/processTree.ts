@@ -233,11 +233,12 @@ export async function sweepTracked(snapshot: TreeSnapshot, options: { graceMs?: 
 /** Zombie children of this process (a killed child whose thread died: Node cannot reap it). */
 export async function countZombieChildren(): Promise<number> {
   try {
-    const out = await run('ps', ['-A', '-o', 'ppid=,stat=']);
+    const out = await run('ps', ['-A', '-o', 'ppid=,stat=,comm=']);
     let count = 0;
     for (const line of out.split('\n')) {
-      const [ppid, stat] = line.trim().split(/\s+/);
-      if (Number(ppid) === process.pid && stat?.startsWith('Z')) count += 1;
+      const [ppid, stat, comm] = line.trim().split(/\s+/);
+      // Our own ps/pgrep queries are zombies for an instant before Node reaps them: not a leak.
+      if (Number(ppid) === process.pid && stat?.startsWith('Z') && comm !== 'ps' && comm !== 'pgrep') count += 1;
     }
     return count;
   } catch {
