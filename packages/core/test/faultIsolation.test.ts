@@ -2,34 +2,18 @@
  * Fault isolation and process hygiene (issue 3; seed §21.6, §21.7, §21.12, §21.16) with real
  * children and real actor threads. Every process is counted by a marker unique to its test.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { BroadcastChannel } from 'node:worker_threads';
 import { ErrorCode, MCPCallInterruptedError, McpTransportPool, PoolError, type PoolEvent, type PooledConnection } from '@mcpool/core';
-import { FIXTURES, fixtureConfig, isRunning, killMarked, marker, pidFromResult, pidsWithMarker, textOf, treeOf } from '../../../test/helpers/processes.js';
+import { FIXTURES, fixtureConfig, isRunning, pidFromResult, pidsWithMarker, textOf, treeOf } from '../../../test/helpers/processes.js';
+import { usePools } from '../../../test/helpers/pools.js';
 
 const CRASHABLE = new URL('../../../test/fixtures/workers/crashableWorker.mjs', import.meta.url);
-const pools: McpTransportPool[] = [];
-const marks: string[] = [];
 /** Crash orders for test/fixtures/workers/crashableWorker.mjs: `{ serverName, kind, sentAt }`. */
 const crashes = new BroadcastChannel('mcpool-test-crash');
 crashes.unref();
 
-function newPool(options: ConstructorParameters<typeof McpTransportPool>[0] = {}): McpTransportPool {
-  const pool = new McpTransportPool({ drainDelayMs: 60_000, shutdownStepMs: 300, stateDir: false, ...options });
-  pools.push(pool);
-  return pool;
-}
-
-function newMark(label: string): string {
-  const mark = marker(label);
-  marks.push(mark);
-  return mark;
-}
-
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
-});
+const { newPool, newMark } = usePools({ drainDelayMs: 60_000, shutdownStepMs: 300, stateDir: false });
 
 function eventually<T>(events: PoolEvent[], predicate: (event: PoolEvent) => event is PoolEvent & T): Promise<T> {
   return vi.waitFor(

@@ -2,33 +2,15 @@
  * Pool lifecycle against real fixture servers and real actor threads (seed §21.2, §21.3).
  * Processes are counted by a marker argument unique to each test.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ErrorCode, McpTransportPool, PoolError, type PooledConnection } from '@mcpool/core';
-import { FIXTURES, fixtureConfig, killMarked, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { ErrorCode, PoolError, type PooledConnection } from '@mcpool/core';
+import { FIXTURES, fixtureConfig, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { usePools } from '../../../test/helpers/pools.js';
 
-const pools: McpTransportPool[] = [];
-const marks: string[] = [];
-
-function newPool(options: ConstructorParameters<typeof McpTransportPool>[0] = {}): McpTransportPool {
-  const pool = new McpTransportPool({ drainDelayMs: 30_000, ...options });
-  pools.push(pool);
-  return pool;
-}
-
-function newMark(label: string): string {
-  const mark = marker(label);
-  marks.push(mark);
-  return mark;
-}
-
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-  // Whatever a failed assertion left behind: nothing may survive the test.
-  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
-});
+const { newPool, newMark } = usePools({ drainDelayMs: 30_000 });
 
 describe('sharing', () => {
   it('three sessions with the same config share one server process', async () => {

@@ -2,26 +2,17 @@
  * Per-session views over one shared entry (seed §21.4, §21.5): filters, trust, prompts,
  * list_changed fan-out, snapshot replay, and the generation guard.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MessageChannel } from 'node:worker_threads';
 import { ErrorCode, McpTransportPool, PooledConnection, type ServerSnapshot } from '@mcpool/core';
-import { fixtureConfig, killMarked, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+import { fixtureConfig, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+import { usePools } from '../../../test/helpers/pools.js';
 
-const pools: McpTransportPool[] = [];
-const marks: string[] = [];
+const { newPool, newMark } = usePools({ drainDelayMs: 30_000 });
 
 function setup(label: string): { pool: McpTransportPool; mark: string } {
-  const pool = new McpTransportPool({ drainDelayMs: 30_000 });
-  const mark = marker(label);
-  pools.push(pool);
-  marks.push(mark);
-  return { pool, mark };
+  return { pool: newPool(), mark: newMark(label) };
 }
-
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
-});
 
 describe('session filters and trust', () => {
   it('A excludes `add` and B does not: A neither lists nor calls it, B does, from one process', async () => {

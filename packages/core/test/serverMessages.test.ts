@@ -4,25 +4,16 @@
  * ambiguous), resource updates go to subscribers, other requests pass through. Upstream is the
  * conformance fixture server, a real child.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ErrorCode, McpTransportPool, type UpstreamNotification } from '@mcpool/core';
-import { fixtureConfig, killMarked, marker, textOf } from '../../../test/helpers/processes.js';
+import { fixtureConfig, textOf } from '../../../test/helpers/processes.js';
+import { usePools } from '../../../test/helpers/pools.js';
 
-const pools: McpTransportPool[] = [];
-const marks: string[] = [];
+const { newPool, newMark } = usePools({ drainDelayMs: 60_000, stateDir: false });
 
 function setup(label: string): { pool: McpTransportPool; cfg: Record<string, unknown> } {
-  const pool = new McpTransportPool({ drainDelayMs: 60_000, stateDir: false });
-  const mark = marker(label);
-  pools.push(pool);
-  marks.push(mark);
-  return { pool, cfg: fixtureConfig('conformance.mjs', mark) };
+  return { pool: newPool(), cfg: fixtureConfig('conformance.mjs', newMark(label)) };
 }
-
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
-});
 
 describe('server messages', () => {
   it('logging sent during a call reaches that call, and no other session', async () => {
