@@ -5,6 +5,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
 import { ConfigError } from '@mcpool/protocol';
+import { registerBridgeCommand } from './bridge/command.js';
 import { connect, formatRestart, formatSessions, formatStatus, UsageError, type CommandIo } from './commands/clientCommands.js';
 import { loadConfig, type LogLevel } from './config/daemonConfig.js';
 import { ExitCode, runServe, type StartOptions } from './serve.js';
@@ -111,6 +112,8 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
       io.stdout(`daemon: ${s.host}:${s.port}, budget ${s.budget.clientBudget} (${s.budget.mode}), clients: ${s.clients.map((c) => `${c.id} [${c.rights.join(',')}]`).join(', ') || '(operator only)'}`);
       for (const warning of config.warnings) io.stdout(`warning: ${warning.path}: ${warning.message}`);
     });
+
+  registerBridgeCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);

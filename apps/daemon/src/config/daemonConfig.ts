@@ -23,6 +23,15 @@ export interface ClientSpec {
   id: string;
   tokenEnv: string;
   rights: Right[];
+  /**
+   * The configured servers this client may use through `/mcp` (listed and called).
+   * @default every configured server for a client with the `write` right; none for a read-only one
+   */
+  servers?: string[] | undefined;
+  /** Through `/mcp`: only these tools and prompts, named `<server>__<name>`. @default all */
+  includeTools?: string[] | undefined;
+  /** Through `/mcp`: never these tools and prompts, named `<server>__<name>` (wins over includeTools). @default none */
+  excludeTools?: string[] | undefined;
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -65,6 +74,18 @@ export interface DaemonSettings {
   logLevel: LogLevel;
   /** Reload when the config file changes. @default true */
   watchConfig: boolean;
+  /** A `/mcp` session with no request for this long (and none under way) is closed. @default 1800000 */
+  mcpSessionTtlMs: number;
+  /** Largest request body on `/mcp` (tool arguments can be big). @default 4194304 */
+  mcpBodyLimitBytes: number;
+  /** Open `/mcp` sessions at most; an initialize beyond it gets 503. @default 1000 */
+  mcpMaxSessions: number;
+  /**
+   * TEST ONLY (the conformance suite cannot send a token): `/mcp` takes requests without a bearer
+   * token. Refused unless `host` is 127.0.0.1 or ::1; logged loudly. The REST API still needs
+   * its token. @default false
+   */
+  insecureNoAuthLoopback: boolean;
 }
 
 /** A loaded config: servers, settings, and where they came from. */
@@ -103,6 +124,10 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   statusPollMs: 250,
   logLevel: 'info',
   watchConfig: true,
+  mcpSessionTtlMs: 30 * 60 * 1000,
+  mcpBodyLimitBytes: 4 * 1024 * 1024,
+  mcpMaxSessions: 1000,
+  insecureNoAuthLoopback: false,
 });
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -113,6 +138,9 @@ const clientSchema = z
     id: z.string().regex(/^[\w.-]{1,64}$/),
     tokenEnv: z.string().regex(ENV_NAME),
     rights: z.array(z.enum(['read', 'write'])).min(1),
+    servers: z.array(z.string().min(1)).optional(),
+    includeTools: z.array(z.string().min(1)).optional(),
+    excludeTools: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -137,6 +165,10 @@ export const daemonSectionSchema = z
     statusPollMs: z.number().int().min(10).max(60_000),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     watchConfig: z.boolean(),
+    mcpSessionTtlMs: z.number().int().min(100).max(7 * 24 * 3600 * 1000),
+    mcpBodyLimitBytes: z.number().int().min(1024).max(64 * 1024 * 1024),
+    mcpMaxSessions: z.number().int().min(1).max(100_000),
+    insecureNoAuthLoopback: z.boolean(),
   })
   .partial()
   .strict();
@@ -156,6 +188,7 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_CALL_TIMEOUT_MS: { path: ['callTimeoutMs'], parse: Number },
   MCPOOL_ALLOWED_ORIGINS: { path: ['allowedOrigins'], parse: list },
   MCPOOL_LOG_LEVEL: { path: ['logLevel'], parse: String },
+  MCPOOL_MCP_SESSION_TTL_MS: { path: ['mcpSessionTtlMs'], parse: Number },
 };
 
 /** The environment variables `loadConfig` reads for overrides (besides `${VAR}` interpolation). */
@@ -235,6 +268,10 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     }
     ids.add(client.id);
   });
+  // The no-token test mode exists for the conformance suite on this machine only.
+  if (merged.insecureNoAuthLoopback && !['127.0.0.1', '::1'].includes(merged.host)) {
+    issues.push({ path: 'daemon.insecureNoAuthLoopback', expected: 'host 127.0.0.1 or ::1 (the no-token test mode is loopback only)', received: 'got another host' });
+  }
   merged.allowedOrigins.forEach((origin, i) => {
     if (normalizeOrigin(origin) === undefined) issues.push({ path: `daemon.allowedOrigins[${i}]`, expected: 'an origin such as http://localhost:3000', received: 'got something else' });
   });

@@ -26,6 +26,7 @@ import {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './schemas.js';
+import { Gateway } from '../gateway/gateway.js';
 import { securityHook, securityPolicy, type SecurityPolicy } from './security.js';
 import { eventStreamHandler } from './sse.js';
 
@@ -38,6 +39,13 @@ export const CAPABILITIES: readonly string[] = Object.freeze([
   'mcp_pool_events',
   'mcp_session_injection',
 ]);
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The `/mcp` gateway of this app. */
+    gateway: Gateway;
+  }
+}
 
 export interface AppOptions {
   daemon: Daemon;
@@ -229,7 +237,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
     return cached;
   };
-  app.addHook('onRequest', securityHook(policy, daemon.tokens));
+  // The /mcp gateway (issue 5): its sessions end with the daemon's shutdown and with the app.
+  const gateway = new Gateway({ daemon, logger });
+  daemon.trackStream(() => void gateway.close());
+  app.addHook('onClose', () => gateway.close());
+  app.decorate('gateway', gateway);
+  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal }));
   // Last line of defence: no known secret leaves in a body.
   app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? redactor.scrub(payload) : payload));
   app.addHook('onResponse', async (request, reply) => {
@@ -257,6 +270,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   for (const route of table) {
     app.route({ method: route.method, url: route.url, config: { right: route.right }, handler: route.handler });
   }
+  gateway.register(app);
   return app;
 }
 

@@ -1,8 +1,9 @@
 /**
  * The checks every request passes before any route or body parsing (mcp-spec-facts §6):
  * 1. `Host` must be loopback or allow-listed (S-1, DNS rebinding) → 403;
- * 2. an `Origin`, when sent, must be allow-listed (S-2) → 403; an allowed one gets CORS headers,
- *    and its preflight is answered here (a preflight carries no token);
+ * 2. an `Origin`, when sent, must be allow-listed (S-2) → 403, unless it is the daemon's own
+ *    origin (`http://` + the allowed Host); an allowed one gets CORS headers, and its preflight is
+ *    answered here (a preflight carries no token);
  * 3. a bearer token the daemon knows (S-4) → 401;
  * 4. the route's right (`read` for GETs, `write` for the rest) → 403.
  */
@@ -51,7 +52,7 @@ export function hostnameOf(header: string | undefined): string | undefined {
   return value.slice(0, colon);
 }
 
-const PREFLIGHT_HEADERS = 'authorization, content-type, last-event-id, cache-control';
+const PREFLIGHT_HEADERS = 'authorization, content-type, last-event-id, cache-control, accept, mcp-session-id, mcp-protocol-version';
 const PREFLIGHT_METHODS = 'GET, POST, DELETE';
 
 declare module 'fastify' {
@@ -61,18 +62,31 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The right the route needs. @default 'read' for GET, 'write' otherwise */
     right?: Right;
+    /** The route may run without a token when the hook's `anonymous` gives a principal (the `/mcp` test mode). */
+    anonymous?: boolean;
   }
 }
 
+export interface SecurityHookOptions {
+  /**
+   * The principal of a request without an Authorization header on a route marked `anonymous`;
+   * undefined (the default) means a token is required there too.
+   */
+  anonymous?: () => Principal | undefined;
+}
+
 /** The `onRequest` hook doing the four checks. `policy` is read per request (reload updates it). */
-export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry) {
+export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry, options: SecurityHookOptions = {}) {
   return async function checkRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { allowedHosts, allowedOrigins } = policy();
     const host = hostnameOf(request.headers.host);
     if (host === undefined || !allowedHosts.has(host)) throw new HttpError(DaemonErrorCode.FORBIDDEN, 'this Host is not allowed (only loopback names and daemon.allowedHosts)');
 
     const origin = request.headers.origin;
-    if (origin !== undefined) {
+    // Same origin as the (allowed) Host: a page of the daemon itself, which serves none — not a
+    // cross-site request, so no allow-list entry is needed (the conformance suite sends this).
+    const sameOrigin = origin !== undefined && normalizeOrigin(origin) === normalizeOrigin(`http://${request.headers.host}`);
+    if (origin !== undefined && !sameOrigin) {
       const normalized = normalizeOrigin(origin);
       if (normalized === undefined || !allowedOrigins.has(normalized)) throw new HttpError(DaemonErrorCode.FORBIDDEN, 'this Origin is not allowed (see daemon.allowedOrigins)');
       reply.header('access-control-allow-origin', normalized).header('vary', 'Origin');
@@ -88,6 +102,13 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
     }
 
     const authorization = request.headers.authorization;
+    if (authorization === undefined && !request.is404 && request.routeOptions.config?.anonymous === true) {
+      const anonymous = options.anonymous?.();
+      if (anonymous !== undefined) {
+        request.principal = anonymous;
+        return;
+      }
+    }
     const match = authorization === undefined ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
     const principal = match ? tokens.identify(match[1]!) : undefined;
     if (principal === undefined) {

@@ -1,0 +1,214 @@
+/**
+ * The `/mcp` gateway (issue 5): Streamable HTTP for any MCP client, over the daemon's pool.
+ * - `/mcp`: every configured server the principal may use, tools and prompts as
+ *   `<server>__<name>`, resources by URI; `/mcp/<server>`: that one server, unprefixed.
+ * - One SDK `Server` + transport per downstream session ({@link GatewaySession}); each is one
+ *   pool session, acquired at initialize and released on DELETE, on transport close, or by the
+ *   idle reaper (`daemon.mcpSessionTtlMs`).
+ * - Sessions are keyed by `Mcp-Session-Id` and bound to the principal that opened them and to the
+ *   endpoint: another token, or another endpoint, gets 404 exactly like an unknown id (H-8, H-13).
+ * - Before anything here runs, the app's security hook checked Host, Origin and the bearer token
+ *   (any valid token: what it may use is {@link accessOf}); bodies are JSON only (415) and
+ *   capped (`daemon.mcpBodyLimitBytes`, 413).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Principal } from '../auth.js';
+import type { Daemon } from '../daemon.js';
+import { ANONYMOUS_ID, accessOf } from './access.js';
+import { GatewaySession } from './gatewaySession.js';
+import { UpstreamLogLevels } from './logLevels.js';
+import { RpcCode, rpcErrorBody } from './rpcErrors.js';
+
+export interface GatewayOptions {
+  daemon: Daemon;
+  logger: Logger;
+}
+
+/** The loopback test principal: `/mcp` only, every server. */
+const ANONYMOUS: Principal = Object.freeze({ id: ANONYMOUS_ID, rights: new Set(['read'] as const) });
+
+/** Methods the endpoint refuses with 405 (GET, POST and DELETE are the transport's). */
+const OTHER_METHODS = ['PUT', 'PATCH', 'HEAD', 'OPTIONS'] as const;
+
+export class Gateway {
+  readonly #daemon: Daemon;
+  readonly #logger: Logger;
+  readonly #sessions = new Map<string, GatewaySession>();
+  readonly #levels = new UpstreamLogLevels();
+  /** Initializes under way (they count against the session cap). */
+  #opening = 0;
+  #reaper: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: GatewayOptions) {
+    this.#daemon = options.daemon;
+    this.#logger = options.logger.child({ component: 'gateway' });
+    const settings = this.#daemon.settings;
+    if (settings.insecureNoAuthLoopback) {
+      this.#logger.warn(
+        { host: settings.host },
+        'INSECURE TEST MODE (daemon.insecureNoAuthLoopback): /mcp accepts requests WITHOUT a bearer token from this machine. Meant for the conformance suite only; never leave it on.',
+      );
+    }
+    const ttl = settings.mcpSessionTtlMs;
+    this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
+    this.#reaper.unref();
+  }
+
+  /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
+  readonly anonymousPrincipal = (): Principal | undefined => (this.#daemon.settings.insecureNoAuthLoopback ? ANONYMOUS : undefined);
+
+  /** Open downstream sessions. */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** Registers `/mcp` and `/mcp/:server` on `app`. */
+  register(app: FastifyInstance): void {
+    const bodyLimit = this.#daemon.settings.mcpBodyLimitBytes;
+    const config = { right: 'read' as const, anonymous: true };
+    for (const url of ['/mcp', '/mcp/:server']) {
+      const scopeOf = (request: FastifyRequest): string | undefined => (url === '/mcp' ? undefined : (request.params as { server: string }).server);
+      app.route({ method: 'POST', url, bodyLimit, config, handler: (request, reply) => this.#post(request, reply, scopeOf(request)) });
+      app.route({ method: ['GET', 'DELETE'], url, config, handler: (request, reply) => this.#withSession(request, reply, scopeOf(request)) });
+      app.route({
+        method: [...OTHER_METHODS],
+        url,
+        config,
+        handler: (_request, reply) => reply.code(405).header('allow', 'GET, POST, DELETE').send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Method not allowed.')),
+      });
+    }
+  }
+
+  /** Closes sessions idle (no request, none under way) for longer than the TTL. */
+  reap(): void {
+    const ttl = this.#daemon.settings.mcpSessionTtlMs;
+    const now = Date.now();
+    for (const session of [...this.#sessions.values()]) {
+      if (session.active === 0 && now - session.lastSeen > ttl) void session.close('idle');
+    }
+  }
+
+  /** Closes every session (their streams end, their pool sessions are released). Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#reaper);
+    await Promise.all([...this.#sessions.values()].map((session) => session.close('daemon shutting down')));
+  }
+
+  // --- Routes -----------------------------------------------------------------------------------
+
+  async #post(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
+    if (typeof request.headers['mcp-session-id'] === 'string') return this.#withSession(request, reply, scope);
+    const body = request.body;
+    if (!isInitializeRequest(body)) {
+      return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: no Mcp-Session-Id header (only an initialize request may come without one)'));
+    }
+    // The transport would refuse these too, but only after the servers were acquired.
+    const accept = request.headers.accept ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      return reply.code(406).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Not Acceptable: Client must accept both application/json and text/event-stream'));
+    }
+    const principal = request.principal!;
+    if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+    const settings = this.#daemon.settings;
+    if (this.#sessions.size + this.#opening >= settings.mcpMaxSessions) {
+      this.#logger.warn({ client: principal.id, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
+      return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, `too many open MCP sessions (${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire`));
+    }
+    const configured = Object.keys(this.#daemon.config.servers);
+    const access = accessOf(principal, settings, configured);
+    let servers: string[];
+    if (scope === undefined) {
+      servers = [...access.servers];
+    } else {
+      if (!configured.includes(scope)) return reply.code(404).send(rpcErrorBody(RpcCode.SERVER_ERROR, `no configured server is named ${JSON.stringify(scope)}`));
+      if (!access.servers.has(scope)) return reply.code(403).send(rpcErrorBody(RpcCode.SERVER_ERROR, `this client may not use server ${JSON.stringify(scope)}`));
+      servers = [scope];
+    }
+
+    this.#opening += 1;
+    let session: GatewaySession;
+    try {
+      session = new GatewaySession(
+        {
+          pool: this.#daemon.pool,
+          config: (name) => this.#daemon.config.servers[name],
+          access: () => accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers)),
+          levels: this.#levels,
+          logger: this.#logger,
+          callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
+          version: this.#daemon.version,
+          onClosed: (closed) => {
+            if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
+          },
+        },
+        { id: randomUUID(), principalId: principal.id, scope, servers },
+      );
+      await session.acquireAll();
+      if (scope !== undefined && !session.servers[0]!.ok) {
+        const error = session.servers[0]!.error;
+        await session.close('its server did not start');
+        return reply.code(502).send(rpcErrorBody(RpcCode.INTERNAL_ERROR, `${scope} is not available: ${error?.message ?? 'it did not start'}`));
+      }
+      if (this.#closed) {
+        await session.close('daemon shutting down');
+        return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+      }
+      try {
+        await session.start(() => {
+          this.#sessions.set(session.id, session);
+          this.#logger.info({ sessionId: session.id, client: principal.id, scope: scope ?? '*', servers: session.servers.map((s) => (s.ok ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
+        });
+      } catch (error) {
+        this.#logger.error({ sessionId: session.id, err: error }, 'gateway session could not start');
+        await session.close('start failed');
+        return reply.code(500).send(rpcErrorBody(RpcCode.INTERNAL_ERROR, 'internal error (see the daemon log)'));
+      }
+    } finally {
+      this.#opening -= 1;
+    }
+    await this.#handOver(session, request, reply);
+    // Refused by the transport (a bad header): nothing was opened.
+    if (!this.#sessions.has(session.id)) await session.close('initialize refused');
+    return reply;
+  }
+
+  async #withSession(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
+    const id = request.headers['mcp-session-id'];
+    if (typeof id !== 'string') return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: Mcp-Session-Id header is required'));
+    const session = this.#sessions.get(id);
+    // Another principal's session, or one opened on another endpoint, does not exist for this request.
+    if (session === undefined || session.closed || session.principalId !== request.principal!.id || session.scope !== scope) {
+      return reply.code(404).send(rpcErrorBody(RpcCode.SESSION_NOT_FOUND, 'Session not found'));
+    }
+    await this.#handOver(session, request, reply);
+    return reply;
+  }
+
+  /** The SDK transport writes the answer itself (SSE or JSON); headers fastify set so far (CORS) go along. */
+  async #handOver(session: GatewaySession, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    session.active += 1;
+    session.lastSeen = Date.now();
+    const raw = reply.raw;
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value as string);
+    if (request.headers.origin !== undefined) raw.setHeader('access-control-expose-headers', 'mcp-session-id');
+    reply.hijack();
+    raw.once('close', () => {
+      session.active -= 1;
+      session.lastSeen = Date.now();
+    });
+    try {
+      await session.transport.handleRequest(request.raw, raw, request.body);
+    } catch (error) {
+      this.#logger.error({ sessionId: session.id, err: error }, 'gateway request failed');
+      if (!raw.headersSent) {
+        raw.writeHead(500, { 'content-type': 'application/json' });
+        raw.end(JSON.stringify(rpcErrorBody(RpcCode.INTERNAL_ERROR, 'internal error (see the daemon log)')));
+      }
+    }
+  }
+}

@@ -1,0 +1,517 @@
+/**
+ * One downstream `/mcp` session: its own SDK `Server` and `StreamableHTTPServerTransport` (never
+ * shared: CVE-2026-25536), and one pool session holding a view of each server it uses.
+ *
+ * What it does with them:
+ * - lists: the views' snapshots, filtered by the principal's access, prefixed `<server>__` on the
+ *   aggregating endpoint; the pool's own `trust` field is not passed on;
+ * - calls: through the view (which enforces the server config's filter too), results as received
+ *   (no SDK re-validation: `tools/call` is registered below the `Server`'s result check);
+ * - progress and logging of a call go out with the handler's `sendNotification`, so they ride the
+ *   call's own SSE stream; cancellation both ways (`extra.signal` → the pool; an upstream cancel
+ *   of its sampling/elicitation request → the downstream request's `signal`);
+ * - server→client requests from an upstream go out with the in-flight call's `sendRequest`;
+ * - list_changed, resources/updated (subscribers only) and logs no call can be blamed for go
+ *   out on the session's GET stream;
+ * - `logging/setLevel` is this session's filter; upstream gets the most verbose level asked for.
+ */
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ErrorCode, PoolError, type CallOptions, type McpTransportPool, type PooledConnection, type ServerConfig, type UpstreamNotification } from '@mcpool/core';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { McpError, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayAccess } from './access.js';
+import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
+import { qualify, splitQualified, templateMatches } from './naming.js';
+import { RpcCode, RpcError, toRpcError, upstreamMessage } from './rpcErrors.js';
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+type Params = Record<string, unknown>;
+
+/** A server that failed to start for this session is tried again on use, at most this often. */
+const RETRY_ACQUIRE_MS = 5_000;
+/** MCP's "resource not found". */
+const RESOURCE_NOT_FOUND = -32002;
+
+/** Upstream notifications the gateway delivers through other paths (never forwarded raw). */
+const HANDLED_ELSEWHERE = new Set([
+  'notifications/progress',
+  'notifications/cancelled',
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+]);
+
+/** A request schema that keeps every field as sent (the SDK's own schemas strip unknown ones). */
+const loose = (method: string) => z.object({ method: z.literal(method), params: z.looseObject({}).optional() });
+const LOOSE_RESULT = z.looseObject({});
+
+export interface GatewaySessionDeps {
+  pool: McpTransportPool;
+  /** The current config of a server (it may change on reload). */
+  config(name: string): ServerConfig | undefined;
+  /** The principal's access, read per request. */
+  access(): GatewayAccess;
+  levels: UpstreamLogLevels;
+  logger: Logger;
+  callTimeoutMs(): number;
+  version: string;
+  /** The session is closing: forget it. */
+  onClosed(session: GatewaySession): void;
+}
+
+export interface GatewaySessionInit {
+  id: string;
+  principalId: string;
+  /** `/mcp/<server>`: that server only, unprefixed; undefined for the aggregating `/mcp`. */
+  scope: string | undefined;
+  servers: readonly string[];
+}
+
+interface Slot {
+  readonly name: string;
+  view: PooledConnection | undefined;
+  error: { code: string; message: string } | undefined;
+  retryAt: number;
+  acquiring: Promise<PooledConnection | undefined> | undefined;
+  /** This session's requests in flight on the server, oldest first (server→client requests go to the newest). */
+  readonly inflight: Extra[];
+  detach: (() => void)[];
+}
+
+export class GatewaySession {
+  readonly id: string;
+  /** The pool session: `mcp:` + the downstream session id. */
+  readonly poolSessionId: string;
+  readonly principalId: string;
+  readonly scope: string | undefined;
+  /** Last time a request arrived or ended. */
+  lastSeen = Date.now();
+  /** HTTP requests under way, GET streams included: a session with any is never reaped. */
+  active = 0;
+  #server: Server | undefined;
+  #caps: ServerCapabilities = {};
+  #transport: StreamableHTTPServerTransport | undefined;
+  #logLevel: LogLevel | undefined;
+  #closing: Promise<void> | undefined;
+  readonly #slots = new Map<string, Slot>();
+  /** uri → the server it was subscribed on. */
+  readonly #subscriptions = new Map<string, string>();
+  readonly #deps: GatewaySessionDeps;
+  readonly #logger: Logger;
+
+  constructor(deps: GatewaySessionDeps, init: GatewaySessionInit) {
+    this.#deps = deps;
+    this.id = init.id;
+    this.poolSessionId = `mcp:${init.id}`;
+    this.principalId = init.principalId;
+    this.scope = init.scope;
+    this.#logger = deps.logger;
+    for (const name of [...init.servers].sort()) {
+      this.#slots.set(name, { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, inflight: [], detach: [] });
+    }
+  }
+
+  get transport(): StreamableHTTPServerTransport {
+    if (this.#transport === undefined) throw new Error('the session has not started');
+    return this.#transport;
+  }
+
+  get closed(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** Servers whose view is live, and the errors of those that did not start. */
+  get servers(): { name: string; ok: boolean; error?: { code: string; message: string } }[] {
+    return [...this.#slots.values()].map((slot) => ({ name: slot.name, ok: slot.view !== undefined, ...(slot.error ? { error: slot.error } : {}) }));
+  }
+
+  /** Acquires every server of the session (in parallel); a failure is kept in its slot. */
+  async acquireAll(): Promise<void> {
+    await Promise.all([...this.#slots.values()].map((slot) => this.#acquire(slot)));
+  }
+
+  /**
+   * Builds the SDK server and transport (capabilities from the views acquired) and connects them.
+   * `onInitialized` runs when the transport assigns the session id, before the response leaves.
+   */
+  async start(onInitialized: () => void): Promise<void> {
+    const views = this.#views();
+    const first = this.scope === undefined ? undefined : this.#slots.get(this.scope)?.view;
+    const instructions =
+      this.scope === undefined
+        ? views
+            .filter(({ view }) => view.instructions)
+            .map(({ slot, view }) => `## ${slot.name}\n${view.instructions}`)
+            .join('\n\n')
+        : first?.instructions;
+    this.#caps = this.#capabilities();
+    const server = new Server(first?.serverInfo ?? { name: 'mcpool', version: this.#deps.version }, {
+      capabilities: this.#caps,
+      ...(instructions ? { instructions } : {}),
+    });
+    this.#register(server);
+    // SDK ≤ 1.32.2 clients ignore `notifications/cancelled` for request id 0 (`_oncancel` tests
+    // `!requestId`), so the first sampling/elicitation of a session could never be cancelled:
+    // our server→client request ids start at 1.
+    const ids = server as unknown as { _requestMessageId?: unknown };
+    if (ids._requestMessageId === 0) ids._requestMessageId = 1;
+    server.onclose = () => void this.close('transport closed');
+    server.onerror = (error) => this.#logger.debug({ sessionId: this.id, err: error }, 'gateway session: transport error');
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => this.id,
+      onsessioninitialized: () => onInitialized(),
+      onsessionclosed: () => this.#logger.debug({ sessionId: this.id }, 'gateway session: DELETE'),
+    });
+    this.#server = server;
+    this.#transport = transport;
+    await server.connect(transport);
+  }
+
+  /** Closes the SDK server (its streams end) and releases the pool session. Idempotent. */
+  close(reason: string): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    let done!: () => void;
+    this.#closing = new Promise<void>((resolve) => (done = resolve));
+    this.#deps.onClosed(this);
+    void (async () => {
+      try {
+        for (const slot of this.#slots.values()) this.#unwire(slot);
+        this.#deps.levels.forget(this.id);
+        await this.#server?.close().catch(() => undefined);
+        await this.#deps.pool.releaseSession(this.poolSessionId).catch(() => undefined);
+        this.#logger.info({ sessionId: this.id, client: this.principalId, reason }, 'gateway session closed');
+      } finally {
+        done();
+      }
+    })();
+    return this.#closing;
+  }
+
+  // --- Views ------------------------------------------------------------------------------------
+
+  #views(): { slot: Slot; view: PooledConnection }[] {
+    const out: { slot: Slot; view: PooledConnection }[] = [];
+    for (const slot of this.#slots.values()) if (slot.view !== undefined) out.push({ slot, view: slot.view });
+    return out;
+  }
+
+  /** The session's servers the principal may use now, with a live view; missing ones are retried in the background. */
+  #visible(access: GatewayAccess): { slot: Slot; view: PooledConnection }[] {
+    const out: { slot: Slot; view: PooledConnection }[] = [];
+    for (const slot of this.#slots.values()) {
+      if (!access.servers.has(slot.name)) continue;
+      if (slot.view !== undefined) out.push({ slot, view: slot.view });
+      else if (Date.now() >= slot.retryAt) void this.#acquire(slot);
+    }
+    return out;
+  }
+
+  #acquire(slot: Slot): Promise<PooledConnection | undefined> {
+    if (slot.view !== undefined) return Promise.resolve(slot.view);
+    slot.acquiring ??= (async () => {
+      const started = this.#server !== undefined;
+      try {
+        const config = this.#deps.config(slot.name);
+        if (config === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
+        const view = await this.#deps.pool.acquire(slot.name, config, this.poolSessionId);
+        await view.ready;
+        if (this.closed) {
+          // releaseSession may have run before this view was indexed: give it back here too.
+          void view.release().catch(() => undefined);
+          return undefined;
+        }
+        slot.view = view;
+        slot.error = undefined;
+        this.#wire(slot, view);
+        // A server that joins a running session changes what it can list.
+        if (started) for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
+        return view;
+      } catch (error) {
+        slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
+        slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
+        if (!this.closed) this.#logger.warn({ sessionId: this.id, server: slot.name, code: slot.error.code, error: slot.error.message }, 'gateway session could not acquire a server');
+        return undefined;
+      } finally {
+        slot.acquiring = undefined;
+      }
+    })();
+    return slot.acquiring;
+  }
+
+  /** The view of `slot`, acquiring it again when it failed; a JSON-RPC error when it cannot. */
+  async #viewOf(slot: Slot): Promise<PooledConnection> {
+    const view = slot.view ?? (await this.#acquire(slot));
+    if (view === undefined) {
+      throw new RpcError(RpcCode.INTERNAL_ERROR, `${slot.name} is not available: ${slot.error?.message ?? 'it did not start'}`, { code: slot.error?.code ?? ErrorCode.SERVER_FAILED });
+    }
+    return view;
+  }
+
+  #wire(slot: Slot, view: PooledConnection): void {
+    slot.detach.push(
+      view.on('toolsChanged', () => this.#listChanged('tools')),
+      view.on('promptsChanged', () => this.#listChanged('prompts')),
+      view.on('resourcesChanged', () => this.#listChanged('resources')),
+      view.on('notification', (notification) => this.#forward(notification, undefined)),
+      view.on('resourceUpdated', ({ uri }) => {
+        if (this.#subscriptions.get(uri) === slot.name) this.#send({ method: 'notifications/resources/updated', params: { uri } });
+      }),
+      view.on('reconnected', () => {
+        // A new server process knows no log level.
+        const level = this.#deps.levels.reset(view.id);
+        if (level !== undefined) void view.request('logging/setLevel', { level }).catch(() => undefined);
+      }),
+      view.on('failed', () => {
+        if (slot.view !== view) return;
+        this.#unwire(slot);
+        slot.view = undefined;
+        slot.error = { code: ErrorCode.SERVER_FAILED, message: `${slot.name} failed` };
+        slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
+        void view.release().catch(() => undefined);
+        for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
+      }),
+    );
+    view.setServerRequestHandler((request, signal) => this.#serverRequest(slot, request, signal));
+  }
+
+  #unwire(slot: Slot): void {
+    for (const off of slot.detach) off();
+    slot.detach = [];
+    slot.view?.setServerRequestHandler(undefined);
+  }
+
+  // --- Downstream notifications and server→client requests ----------------------------------------
+
+  #listChanged(kind: 'tools' | 'prompts' | 'resources'): void {
+    if (this.#caps[kind] === undefined) return;
+    this.#send({ method: `notifications/${kind}/list_changed` });
+  }
+
+  /** On the session's GET stream (dropped by the SDK when the client has none open). */
+  #send(notification: UpstreamNotification): void {
+    if (this.closed || this.#server === undefined) return;
+    void this.#server.notification(notification as ServerNotification).catch(() => undefined);
+  }
+
+  /** An upstream notification: on the call's stream when it belongs to one, else on the GET stream. */
+  #forward(notification: UpstreamNotification, extra: Extra | undefined): void {
+    if (HANDLED_ELSEWHERE.has(notification.method)) return;
+    if (notification.method === 'notifications/message' && !passes(notification.params?.level, this.#logLevel)) return;
+    if (extra === undefined) this.#send(notification);
+    else void extra.sendNotification(notification as ServerNotification).catch(() => undefined);
+  }
+
+  /** sampling/createMessage, elicitation/create, roots/list from upstream: to this session's newest call on that server. */
+  async #serverRequest(slot: Slot, request: { method: string; params: Params }, signal: AbortSignal): Promise<Params> {
+    const extra = slot.inflight.at(-1);
+    if (extra === undefined || this.closed) {
+      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `mcpool cannot route ${request.method}: this session has no request in flight on ${slot.name}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
+    }
+    try {
+      // Cancelled when the upstream cancels it, or when the downstream call it was asked for is.
+      const either = AbortSignal.any([signal, extra.signal]);
+      return await extra.sendRequest({ method: request.method, params: request.params } as ServerRequest, LOOSE_RESULT, { signal: either, timeout: this.#deps.callTimeoutMs() });
+    } catch (error) {
+      if (error instanceof McpError) {
+        throw new PoolError(ErrorCode.UPSTREAM_ERROR, upstreamMessage(error.message), { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
+      }
+      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `the downstream client did not answer ${request.method}: ${(error as Error).message}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
+    }
+  }
+
+  // --- Requests ---------------------------------------------------------------------------------
+
+  #capabilities(): ServerCapabilities {
+    const caps = this.#views().map(({ view }) => view.capabilities as ServerCapabilities);
+    const has = (kind: keyof ServerCapabilities) => caps.some((c) => c[kind] !== undefined && c[kind] !== null);
+    const out: ServerCapabilities = {};
+    // The aggregating endpoint always has tools (possibly none yet); list changes are forwarded.
+    if (this.scope === undefined || has('tools')) out.tools = { listChanged: true };
+    if (has('prompts')) out.prompts = { listChanged: true };
+    if (has('resources')) out.resources = { listChanged: true, ...(caps.some((c) => c.resources?.subscribe === true) ? { subscribe: true } : {}) };
+    if (has('logging')) out.logging = {};
+    if (has('completions')) out.completions = {};
+    return out;
+  }
+
+  #register(server: Server): void {
+    const caps = this.#caps;
+    const on = (method: string, handler: (params: Params, extra: Extra) => Promise<Params> | Params) => {
+      const run = async (request: { params?: Params }, extra: Extra) => (await handler(request.params ?? {}, extra)) as never;
+      if (method === 'tools/call') {
+        // Below Server's own wrapper, which re-validates the result and drops unknown fields.
+        (Protocol.prototype.setRequestHandler as (this: unknown, schema: unknown, handler: unknown) => void).call(server, loose(method), run);
+      } else {
+        server.setRequestHandler(loose(method), run);
+      }
+    };
+    if (caps.tools) {
+      on('tools/list', () => this.#listTools());
+      on('tools/call', (params, extra) => this.#callTool(params, extra));
+    }
+    if (caps.prompts) {
+      on('prompts/list', () => this.#listPrompts());
+      on('prompts/get', (params, extra) => this.#getPrompt(params, extra));
+    }
+    if (caps.resources) {
+      on('resources/list', () => ({ resources: this.#visible(this.#deps.access()).flatMap(({ view }) => view.resources) }));
+      on('resources/templates/list', () => ({ resourceTemplates: this.#visible(this.#deps.access()).flatMap(({ view }) => view.resourceTemplates) }));
+      on('resources/read', (params, extra) => {
+        const uri = stringParam(params, 'uri');
+        return this.#run(this.#slotForUri(uri), extra, `resources/read ${uri}`, (view, options) => view.readResource(uri, options));
+      });
+      on('resources/subscribe', (params, extra) => this.#subscribe(params, extra, true));
+      on('resources/unsubscribe', (params, extra) => this.#subscribe(params, extra, false));
+    }
+    if (caps.logging) on('logging/setLevel', (params) => this.#setLevel(params));
+    if (caps.completions) on('completion/complete', (params, extra) => this.#complete(params, extra));
+  }
+
+  #listTools(): Params {
+    const access = this.#deps.access();
+    const tools = this.#visible(access).flatMap(({ slot, view }) =>
+      view.tools
+        .filter((tool) => access.allows(slot.name, tool.name))
+        .map(({ trust: _trust, ...tool }) => (this.scope === undefined ? { ...tool, name: qualify(slot.name, tool.name) } : tool)),
+    );
+    return { tools };
+  }
+
+  #listPrompts(): Params {
+    const access = this.#deps.access();
+    const prompts = this.#visible(access).flatMap(({ slot, view }) =>
+      view.prompts.filter((prompt) => access.allows(slot.name, prompt.name)).map((prompt) => (this.scope === undefined ? { ...prompt, name: qualify(slot.name, prompt.name) } : prompt)),
+    );
+    return { prompts };
+  }
+
+  /** `<server>__<name>` (or the bare name on `/mcp/<server>`) → its slot, if the principal may use it. */
+  #resolveName(qualified: string, kind: 'tool' | 'prompt'): { slot: Slot; name: string } {
+    const access = this.#deps.access();
+    const found = this.scope === undefined ? splitQualified(qualified, this.#slots.keys()) : { server: this.scope, name: qualified };
+    const slot = found === undefined ? undefined : this.#slots.get(found.server);
+    // Unknown and not allowed look the same: a client cannot probe for what it may not use.
+    if (found === undefined || slot === undefined || !access.allows(found.server, found.name)) {
+      throw new RpcError(RpcCode.INVALID_PARAMS, `Unknown ${kind}: ${qualified}`);
+    }
+    return { slot, name: found.name };
+  }
+
+  #callTool(params: Params, extra: Extra): Promise<Params> {
+    const name = stringParam(params, 'name');
+    const { slot, name: tool } = this.#resolveName(name, 'tool');
+    const args = params.arguments as Params | undefined;
+    return this.#run(slot, extra, `tool ${name}`, (view, options) => view.callTool(tool, args, options));
+  }
+
+  #getPrompt(params: Params, extra: Extra): Promise<Params> {
+    const name = stringParam(params, 'name');
+    const { slot, name: prompt } = this.#resolveName(name, 'prompt');
+    const args = params.arguments as Record<string, string> | undefined;
+    return this.#run(slot, extra, `prompt ${name}`, (view, options) => view.getPrompt(prompt, args, options));
+  }
+
+  /** The server a resource URI belongs to: the one listing it, else the one whose template matches, else the only one with resources. */
+  #slotForUri(uri: string): Slot {
+    const access = this.#deps.access();
+    if (this.scope !== undefined) {
+      const slot = this.#slots.get(this.scope);
+      if (slot !== undefined && access.servers.has(slot.name)) return slot;
+    } else {
+      const candidates = this.#visible(access).filter(({ view }) => view.capabilities.resources !== undefined);
+      const found =
+        candidates.find(({ view }) => view.resources.some((resource) => resource.uri === uri)) ??
+        candidates.find(({ view }) => view.resourceTemplates.some((template) => templateMatches(template.uriTemplate, uri))) ??
+        (candidates.length === 1 ? candidates[0] : undefined);
+      if (found !== undefined) return found.slot;
+    }
+    throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
+  }
+
+  async #subscribe(params: Params, extra: Extra, subscribe: boolean): Promise<Params> {
+    const uri = stringParam(params, 'uri');
+    const server = subscribe ? undefined : this.#subscriptions.get(uri);
+    const slot = server === undefined ? this.#slotForUri(uri) : this.#slots.get(server)!;
+    await this.#run(slot, extra, `resources/${subscribe ? 'subscribe' : 'unsubscribe'} ${uri}`, async (view) => {
+      if (subscribe) await view.subscribeResource(uri);
+      else await view.unsubscribeResource(uri);
+      return {};
+    });
+    if (subscribe) this.#subscriptions.set(uri, slot.name);
+    else this.#subscriptions.delete(uri);
+    return {};
+  }
+
+  async #setLevel(params: Params): Promise<Params> {
+    const level = params.level;
+    if (!isLogLevel(level)) throw new RpcError(RpcCode.INVALID_PARAMS, `Invalid log level: ${String(level)}`);
+    this.#logLevel = level;
+    await Promise.all(
+      this.#views()
+        .filter(({ view }) => view.capabilities.logging !== undefined)
+        .map(async ({ slot, view }) => {
+          const due = this.#deps.levels.set(view.id, this.id, level);
+          if (due === undefined) return;
+          await view.request('logging/setLevel', { level: due }).catch((error: unknown) => {
+            this.#logger.debug({ sessionId: this.id, server: slot.name, err: error }, 'logging/setLevel upstream failed');
+          });
+        }),
+    );
+    return {};
+  }
+
+  #complete(params: Params, extra: Extra): Promise<Params> {
+    const ref = (params.ref ?? {}) as Params;
+    if (ref.type === 'ref/prompt') {
+      const name = stringParam(ref, 'name');
+      const { slot, name: prompt } = this.#resolveName(name, 'prompt');
+      return this.#run(slot, extra, `completion/complete for ${name}`, (view, options) => view.request('completion/complete', { ...params, ref: { ...ref, name: prompt } }, options));
+    }
+    if (ref.type === 'ref/resource') {
+      const uri = stringParam(ref, 'uri');
+      return this.#run(this.#slotForUri(uri), extra, `completion/complete for ${uri}`, (view, options) => view.request('completion/complete', params, options));
+    }
+    throw new RpcError(RpcCode.INVALID_PARAMS, 'completion/complete needs a ref of type ref/prompt or ref/resource');
+  }
+
+  /**
+   * Runs one request on `slot`'s view with this request's signal (cancellation), progress (when
+   * the request carries a progress token) and notifications (logs during it) tied to it; a failure
+   * becomes the JSON-RPC error the client gets.
+   */
+  async #run(slot: Slot, extra: Extra, what: string, work: (view: PooledConnection, options: CallOptions) => Promise<Params>): Promise<Params> {
+    const view = await this.#viewOf(slot);
+    const { progressToken, ...meta } = (extra._meta ?? {}) as Params;
+    const options: CallOptions = {
+      signal: extra.signal,
+      onNotification: (notification) => this.#forward(notification, extra),
+      ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
+      ...(progressToken === undefined
+        ? {}
+        : {
+            onProgress: (progress) => {
+              void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken } } as ServerNotification).catch(() => undefined);
+            },
+          }),
+    };
+    slot.inflight.push(extra);
+    try {
+      return await work(view, options);
+    } catch (error) {
+      throw toRpcError(error, what);
+    } finally {
+      const index = slot.inflight.indexOf(extra);
+      if (index !== -1) slot.inflight.splice(index, 1);
+    }
+  }
+}
+
+function stringParam(params: Params, key: string): string {
+  const value = params[key];
+  if (typeof value !== 'string') throw new RpcError(RpcCode.INVALID_PARAMS, `params.${key} must be a string`);
+  return value;
+}

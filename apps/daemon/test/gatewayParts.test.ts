@@ -1,0 +1,148 @@
+/**
+ * The gateway's small parts: `<server>__<name>` naming, URI-template routing, per-client access,
+ * per-session log levels against one shared upstream, the config fields it adds, and the
+ * no-token loopback test mode (only `/mcp`, only on loopback, never the REST API).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '@mcpool/protocol';
+import { DEFAULT_SETTINGS, OPERATOR_ID, resolveSettings, type DaemonSettings, type Principal } from '@mcpool/daemon';
+import { accessOf, ANONYMOUS_ID } from '../src/gateway/access.js';
+import { UpstreamLogLevels, passes } from '../src/gateway/logLevels.js';
+import { qualify, splitQualified, templateMatches } from '../src/gateway/naming.js';
+import { harness, type Harness } from './helpers.js';
+import { ACCEPT_BOTH, initializeBody } from './gatewayHelpers.js';
+
+const principal = (id: string, rights: ('read' | 'write')[]): Principal => ({ id, rights: new Set(rights) });
+const settings = (clients: DaemonSettings['clients']): DaemonSettings => ({ ...DEFAULT_SETTINGS, clients });
+
+describe('naming', () => {
+  it('splits <server>__<name> on the longest server name that fits', () => {
+    expect(qualify('echo', 'add')).toBe('echo__add');
+    expect(splitQualified('echo__add', ['echo', 'files'])).toEqual({ server: 'echo', name: 'add' });
+    expect(splitQualified('my__srv__tool__x', ['my', 'my__srv'])).toEqual({ server: 'my__srv', name: 'tool__x' });
+    expect(splitQualified('echo__', ['echo'])).toBeUndefined();
+    expect(splitQualified('add', ['echo'])).toBeUndefined();
+    expect(splitQualified('other__add', ['echo'])).toBeUndefined();
+  });
+
+  it('matches URIs against RFC 6570 templates for routing', () => {
+    expect(templateMatches('test://template/{id}/data', 'test://template/123/data')).toBe(true);
+    expect(templateMatches('test://template/{id}/data', 'test://template/1/2/data')).toBe(false);
+    expect(templateMatches('file:///{+path}', 'file:///a/b/c.txt')).toBe(true);
+    expect(templateMatches('db://rows{?limit,offset}', 'db://rows?limit=5')).toBe(true);
+    expect(templateMatches('db://rows{?limit,offset}', 'db://rows')).toBe(true);
+    expect(templateMatches('a.b://x{', 'a.b://x')).toBe(false);
+    expect(templateMatches('a.b://{x}', 'aXb://y')).toBe(false);
+  });
+});
+
+describe('access', () => {
+  const configured = ['echo', 'files', 'memory'];
+
+  it('the operator and the loopback test principal see every configured server', () => {
+    for (const id of [OPERATOR_ID, ANONYMOUS_ID]) {
+      const access = accessOf(principal(id, ['read']), settings([]), configured);
+      expect([...access.servers]).toEqual(configured);
+      expect(access.allows('files', 'anything')).toBe(true);
+    }
+  });
+
+  it('a client sees its servers (default: all with write, none read-only) and its filter, exclude winning', () => {
+    const clients: DaemonSettings['clients'] = [
+      { id: 'writer', tokenEnv: 'W', rights: ['write'] },
+      { id: 'reader', tokenEnv: 'R', rights: ['read'] },
+      { id: 'scoped', tokenEnv: 'S', rights: ['read'], servers: ['echo', 'gone'], includeTools: ['echo__echo', 'echo__add'], excludeTools: ['echo__add'] },
+    ];
+    expect([...accessOf(principal('writer', ['read', 'write']), settings(clients), configured).servers]).toEqual(configured);
+    expect([...accessOf(principal('reader', ['read']), settings(clients), configured).servers]).toEqual([]);
+    const scoped = accessOf(principal('scoped', ['read']), settings(clients), configured);
+    expect([...scoped.servers]).toEqual(['echo']);
+    expect(scoped.allows('echo', 'echo')).toBe(true);
+    expect(scoped.allows('echo', 'add')).toBe(false);
+    expect(scoped.allows('echo', 'pid')).toBe(false);
+    expect(scoped.allows('files', 'echo')).toBe(false);
+    // A client no longer in the config (after a reload) has nothing.
+    expect(accessOf(principal('vanished', ['read', 'write']), settings(clients), configured).servers.size).toBe(0);
+  });
+});
+
+describe('log levels', () => {
+  it('a session filters at its own level; upstream gets the most verbose level asked for', () => {
+    expect(passes('info', undefined)).toBe(true);
+    expect(passes('info', 'error')).toBe(false);
+    expect(passes('critical', 'error')).toBe(true);
+    const levels = new UpstreamLogLevels();
+    expect(levels.set('entry', 'a', 'error')).toBe('error');
+    expect(levels.set('entry', 'b', 'debug')).toBe('debug');
+    // Less verbose than what upstream has: nothing to send.
+    expect(levels.set('entry', 'c', 'warning')).toBeUndefined();
+    // A reconnected upstream knows no level: send it again.
+    expect(levels.reset('entry')).toBe('debug');
+    levels.forget('b');
+    expect(levels.set('entry', 'a', 'error')).toBe('warning');
+  });
+});
+
+describe('config', () => {
+  it('adds the gateway settings with their defaults', () => {
+    expect(DEFAULT_SETTINGS).toMatchObject({ mcpSessionTtlMs: 1_800_000, mcpBodyLimitBytes: 4 * 1024 * 1024, mcpMaxSessions: 1000, insecureNoAuthLoopback: false });
+    expect(resolveSettings({ daemon: { mcpSessionTtlMs: 500 } }, {}).mcpSessionTtlMs).toBe(500);
+    expect(resolveSettings({}, { MCPOOL_MCP_SESSION_TTL_MS: '700' }).mcpSessionTtlMs).toBe(700);
+    const withFilters = resolveSettings({ daemon: { clients: [{ id: 'a', tokenEnv: 'A', rights: ['read'], servers: ['echo'], includeTools: ['echo__echo'], excludeTools: [] }] } }, {});
+    expect(withFilters.clients[0]).toMatchObject({ servers: ['echo'], includeTools: ['echo__echo'] });
+  });
+
+  it('refuses the no-token test mode unless bound to loopback', () => {
+    expect(resolveSettings({ daemon: { insecureNoAuthLoopback: true } }, {}).insecureNoAuthLoopback).toBe(true);
+    expect(resolveSettings({ daemon: { insecureNoAuthLoopback: true, host: '::1' } }, {}).insecureNoAuthLoopback).toBe(true);
+    for (const host of ['0.0.0.0', 'localhost', '192.168.1.10']) {
+      expect(() => resolveSettings({ daemon: { insecureNoAuthLoopback: true, host } }, {})).toThrow(ConfigError);
+    }
+    expect(() => resolveSettings({ daemon: { insecureNoAuthLoopback: true } }, {}, { host: '0.0.0.0' })).toThrow(/insecureNoAuthLoopback/);
+  });
+});
+
+describe('the no-token loopback test mode', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await harness({ mcpServers: {}, daemon: { insecureNoAuthLoopback: true, mcpMaxSessions: 2 } }, { logLevel: 'warn' });
+  });
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('says so loudly at start', () => {
+    expect(h.logs.some((line) => line.includes('INSECURE TEST MODE') && line.includes('"level":40'))).toBe(true);
+  });
+
+  it('opens /mcp sessions without a token, still checks Host and Origin, and leaves the REST API closed', async () => {
+    const init = (headers: Record<string, string> = {}) =>
+      h.request({ method: 'POST', url: '/mcp', token: null, headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers }, payload: initializeBody() });
+    const opened = await init();
+    expect(opened.statusCode).toBe(200);
+    expect(opened.headers['mcp-session-id']).toMatch(/^[\x21-\x7E]+$/);
+    expect((await init({ host: 'evil.example.com' })).statusCode).toBe(403);
+    expect((await init({ origin: 'http://evil.example.com' })).statusCode).toBe(403);
+    // A wrong token is still wrong.
+    expect((await h.request({ method: 'POST', url: '/mcp', token: 'wrong-token-for-sure', headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH }, payload: initializeBody() })).statusCode).toBe(401);
+    for (const url of ['/workspace/mcp', '/sessions', '/healthz']) expect((await h.request({ method: 'GET', url, token: null })).statusCode).toBe(401);
+  });
+
+  it('refuses an initialize past mcpMaxSessions with 503, and takes one again after a DELETE', async () => {
+    const init = () => h.request({ method: 'POST', url: '/mcp', token: null, headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH }, payload: initializeBody() });
+    const ids: string[] = [];
+    while (h.app.gateway.size < 2) {
+      const opened = await init();
+      expect(opened.statusCode).toBe(200);
+      ids.push(String(opened.headers['mcp-session-id']));
+    }
+    const refused = await init();
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json()).toMatchObject({ jsonrpc: '2.0', error: { message: expect.stringContaining('too many open MCP sessions') } });
+    const deleted = await h.request({ method: 'DELETE', url: '/mcp', token: null, headers: { 'mcp-session-id': ids.at(-1)!, 'mcp-protocol-version': '2025-11-25' } });
+    expect(deleted.statusCode).toBe(200);
+    expect((await init()).statusCode).toBe(200);
+  });
+});
