@@ -98,6 +98,7 @@ export class ServerConnection {
    */
   static async open(options: OpenConnectionOptions): Promise<ServerConnection> {
     const { config, signal, logger } = options;
+    const scrub = secretScrubber(config);
     // Server→client requests are routed to the session whose call is in flight (viewHub.ts), so
     // the pool can offer what its sessions may answer.
     const client = new Client(CLIENT_INFO, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
@@ -116,7 +117,9 @@ export class ServerConnection {
           cwd: config.cwd,
           env: config.env,
           shutdownStepMs: options.shutdownStepMs,
-          onStderrLine: (line) => logger.debug({ stderr: line }, 'server stderr'),
+          onStderrLine: (line) => {
+            if (logger.isLevelEnabled('debug')) logger.debug({ stderr: scrub(line) }, 'server stderr');
+          },
           onSpawn: options.onSpawned,
         });
         transport = stdio;
@@ -317,6 +320,21 @@ async function closeTransport(transport: Transport): Promise<SweepResult | undef
   const tree: TreeSnapshot | undefined = pid === undefined ? undefined : await snapshotTree(pid, pid).catch(() => undefined);
   await transport.close().catch(() => undefined);
   return tree === undefined ? undefined : sweepTracked(tree, { graceMs: 500, skipRoot: true });
+}
+
+/** Values shorter than this are too common to scrub without mangling ordinary text. */
+const MIN_SECRET_LENGTH = 8;
+
+/**
+ * A server may print its own credentials to stderr: the env values and header values it was
+ * configured with are replaced before a stderr line is logged (logs never hold them).
+ */
+export function secretScrubber(config: ServerConfig): (line: string) => string {
+  const secrets = [...Object.values(config.env ?? {}), ...Object.values(config.headers ?? {})]
+    .filter((value) => value.length >= MIN_SECRET_LENGTH)
+    .sort((a, b) => b.length - a.length);
+  if (secrets.length === 0) return (line) => line;
+  return (line) => secrets.reduce((text, secret) => text.split(secret).join('[redacted]'), line);
 }
 
 function emptyLists(): Lists {
