@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { listeningSockets, marker, pidsWithMarker, sweep, treeRss } from './lib/procs.mjs';
 import { renderTable, renderTargets } from './lib/stats.mjs';
 import { librarySection } from './sections/library.mjs';
+import { gatewaySection } from './sections/gateway.mjs';
 import { sessionsSection } from './sections/sessions.mjs';
 import { acquireSection } from './sections/acquire.mjs';
 import { scaleSection } from './sections/scale.mjs';
@@ -21,11 +22,11 @@ const SCENARIO = fileURLToPath(new URL('./scenario.mjs', import.meta.url));
 
 /**
  * The sections, in issue order. A section is `{id, part, title, run(ctx) → {tables, targets, raw}}`
- * or `{id, part, title, skip: 'why'}`. Part 2 is added here when the gateway lands.
+ * or `{id, part, title, skip: 'why'}`.
  */
 const SECTIONS = [
   librarySection,
-  { id: 'gateway', part: 2, title: 'Gateway: daemon /mcp vs mcp-hub, supergateway, mcp-proxy', skip: 'needs the gateway / fault-isolation issue (part 2 comes with the gateway)' },
+  gatewaySection,
   sessionsSection,
   acquireSection,
   scaleSection,
@@ -39,7 +40,7 @@ function parseArgs(argv) {
     else if (arg.startsWith('--only=')) options.only = arg.slice(7).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) options.out = arg.slice(6);
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: node test/bench/run.mjs [--quick] [--only=library,sessions,acquire,scale,crash|1,3,4,5,6] [--out=FILE]');
+      console.log('usage: node test/bench/run.mjs [--quick] [--only=library,gateway,sessions,acquire,scale,crash|1,2,3,4,5,6] [--out=FILE]');
       process.exit(0);
     } else {
       console.error(`unknown argument ${arg} (try --help)`);
