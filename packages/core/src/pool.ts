@@ -278,8 +278,10 @@ export class McpTransportPool {
         } finally {
           if (!entry.views.has(sessionId)) this.#unindex(sessionId, entry);
         }
+        // A drainAll that started meanwhile wins over the release it implies.
         if (token.cancelled) {
           this.#idleIfUnused(entry);
+          this.#assertOpen();
           throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${sessionId} was released while acquiring ${name}`);
         }
         this.#assertOpen();

@@ -250,3 +250,15 @@ describe('timeouts and errors', () => {
     expect(seenB).toEqual([1, 2]);
   });
 });
+
+describe('drainAll racing an acquire', () => {
+  it('an acquire waiting on a spawn when drainAll starts fails with MCPOOL_POOL_DRAINING and leaves nothing', async () => {
+    const pool = newPool();
+    const mark = newMark('drainrace');
+    const acquiring = pool.acquire('slow', fixtureConfig('slowInit.mjs', mark, { env: { FIXTURE_INIT_DELAY_MS: '300' } }), 's1');
+    const drained = pool.drainAll();
+    await expect(acquiring).rejects.toMatchObject({ code: ErrorCode.POOL_DRAINING });
+    await drained;
+    expect(pidsWithMarker(mark)).toEqual([]);
+  });
+});
