@@ -34,6 +34,8 @@ export interface ReconnectPolicy {
   maxDelayMs: number;
   /** 1 for a fixed delay. */
   factor: number;
+  /** The wait before the first attempt after a loss, when it differs. @default initialDelayMs */
+  firstDelayMs?: number | undefined;
 }
 
 export interface ConnectionInput {
@@ -122,7 +124,8 @@ export const connectionMachine = setup({
     drainDelay: ({ context }) => context.args.drainDelayMs,
     idleCap: ({ context }) => Math.max(0, (context.firstIdleAt ?? context.now()) + context.args.maxIdleMs - context.now()),
     reconnectDelay: ({ context }) => {
-      const { initialDelayMs, maxDelayMs, factor } = context.reconnect;
+      const { initialDelayMs, maxDelayMs, factor, firstDelayMs } = context.reconnect;
+      if (context.reconnectAttempt <= 1 && firstDelayMs !== undefined) return firstDelayMs;
       return Math.min(maxDelayMs, initialDelayMs * factor ** Math.max(0, context.reconnectAttempt - 1));
     },
   },

@@ -76,7 +76,9 @@ function broadcast<K extends keyof ViewEvents>(ev: K, data: ViewEvents[K]): void
 
 function defaultReconnect(config: ActorStartArgs['config']): ReconnectPolicy {
   return config.transport === 'stdio'
-    ? { attempts: 3, initialDelayMs: 500, maxDelayMs: 500, factor: 1 }
+    ? // A dead local child is restarted at once (a crash loop is bounded by the attempts here and
+      // by the supervisor's restart intensity), then 500 ms apart.
+      { attempts: 3, initialDelayMs: 500, maxDelayMs: 500, factor: 1, firstDelayMs: 0 }
     : { attempts: 5, initialDelayMs: 1000, maxDelayMs: 16_000, factor: 2 };
 }
 
@@ -109,6 +111,8 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
           retire: (conn) => {
             const closing = conn.close().then((sweep) => {
               if (sweep && (sweep.killed > 0 || sweep.survivors > 0 || sweep.warning)) logger.warn({ sweep }, 'swept a lost server tree');
+              // Its group is gone: the supervisor stops counting it as ours.
+              if (conn.pid !== undefined) emitControl('reaped', { pgid: conn.pid });
             });
             retiring.add(closing);
             void closing.finally(() => retiring.delete(closing));

@@ -337,6 +337,21 @@ describe('transport loss while active', () => {
     expect(h.hooks.connected).toHaveBeenCalledOnce();
   });
 
+  it('tries the first reconnect after firstDelayMs, the next ones after the fixed delay', async () => {
+    // Arrange
+    const first = fakeConnection('first');
+    const h = await startMachine({ open: openSequence(first, new Error('spawn failed')), reconnect: { ...FIXED, firstDelayMs: 0 } });
+    // Act
+    first.lose(new Error('killed'));
+    await h.advance(10_000);
+    // Assert
+    // The harness moves the clock 1 ms at a time: "at once" is the next tick.
+    const gaps = h.openTimes.slice(1).map((t, i) => t - h.openTimes[i]!);
+    expect(gaps[0]).toBeLessThanOrEqual(1);
+    expect(gaps.slice(1)).toEqual([500, 500]);
+    expect(h.status()).toBe('failed');
+  });
+
   it('backs off exponentially: 1000, 2000, 4000, 8000, 16000 ms between opens', async () => {
     // Arrange
     const first = fakeConnection('first');

@@ -13,7 +13,7 @@
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
-import { signalTracked, snapshotTree } from '@mcpool/protocol/processTree';
+import { isSameProcess, signalTracked, snapshotTree, startTimeOf } from '@mcpool/protocol/processTree';
 import { ErrorCode, PoolError, RpcChannel, type RpcRequestOptions } from '@mcpool/protocol';
 
 export interface ActorHostOptions {
@@ -38,13 +38,21 @@ export class ActorHandle {
   #listeners = new Set<ActorEventListener>();
   #exitListeners = new Set<(code: number, error: Error | undefined) => void>();
   #lastError: Error | undefined;
+  /** Process groups this actor started and has not reported reaped, with their leader's start time. */
+  readonly #groups = new Map<number, string | undefined>();
 
   constructor(worker: Worker) {
     this.worker = worker;
     this.control = new RpcChannel(worker, {
       ownsPort: false,
       onEvent: (ev, data) => {
-        if (ev === 'spawned') this.pgid = (data as { pgid: number }).pgid;
+        if (ev === 'spawned') {
+          const { pgid } = data as { pgid: number };
+          this.pgid = pgid;
+          this.#groups.set(pgid, startTimeOf(pgid));
+        } else if (ev === 'reaped') {
+          this.#groups.delete((data as { pgid: number }).pgid);
+        }
         for (const listener of this.#listeners) {
           try {
             listener(ev, data);
@@ -122,17 +130,34 @@ export class ActorHandle {
    * Children belong to the process, not the thread: this runs on every actor death.
    */
   async killTree(): Promise<void> {
-    const pid = this.pgid;
-    if (pid === undefined || pid <= 1) return;
-    const tree = await snapshotTree(pid, pid).catch(() => undefined);
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
+    // Every group this actor started and has not reported reaped: the current server, and one
+    // still being retired after a restart or a transport loss.
+    const groups = [...this.#groups].filter(([pgid, startTime]) => pgid > 1 && leaderUnchanged(pgid, startTime));
+    const trees = await Promise.all(groups.map(([pgid]) => snapshotTree(pgid, pgid).catch(() => undefined)));
+    for (const [pgid] of groups) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
     }
-    if (tree !== undefined) signalTracked(tree.processes, 'SIGKILL');
-    for (let i = 0; i < 50 && this.alive && pidExists(pid); i++) await delay(10);
+    for (const tree of trees) if (tree !== undefined) signalTracked(tree.processes, 'SIGKILL');
+    // Done when every killed process is gone (a zombie counts as gone) and, while the thread
+    // lives, its loop has reaped the roots. Bounded: a loaded machine can take a while to reap.
+    const done = (): boolean =>
+      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(this.alive && groups.some(([pgid]) => pidExists(pgid)));
+    for (let i = 0; i < 100 && !done(); i++) await delay(10);
   }
+}
+
+/**
+ * A group id cannot be reused while any member lives, so the group is still ours unless a
+ * process with the leader's pid exists and started at another time (the pid was recycled).
+ */
+function leaderUnchanged(pgid: number, startTime: string | undefined): boolean {
+  if (!pidExists(pgid)) return true;
+  const now = startTimeOf(pgid);
+  return startTime === undefined || now === undefined || now === startTime;
 }
 
 /** True until the pid is reaped (a zombie still exists). */

@@ -73,7 +73,7 @@ export interface McpTransportPoolOptions {
    * @default { maxRestarts: 5, periodMs: 30000 }
    */
   restartIntensity?: { maxRestarts: number; periodMs: number };
-  /** Reconnect backoff after a transport loss. @default stdio 3 tries 500 ms apart; remote 5 tries, 1 s doubling to 16 s */
+  /** Reconnect backoff after a transport loss. @default stdio 3 tries, the first at once, then 500 ms apart; remote 5 tries, 1 s doubling to 16 s */
   reconnect?: { stdio?: ReconnectPolicy; remote?: ReconnectPolicy };
   /** Where the ledger of owned process groups lives (crash leftovers are reaped from it at start); `false` turns it off. @default $XDG_STATE_HOME/mcpool/groups */
   stateDir?: string | false;
@@ -690,6 +690,10 @@ export class McpTransportPool {
   #onActorEvent(entry: PoolEntry, ev: string, data: unknown): void {
     if (ev === 'spawned') {
       this.#ledger?.add((data as ActorEvents['spawned']).pgid);
+      return;
+    }
+    if (ev === 'reaped') {
+      this.#ledger?.remove((data as ActorEvents['reaped']).pgid);
       return;
     }
     if (ev === 'status') {

@@ -29,8 +29,11 @@ export interface ActorStartArgs {
   shutdownStepMs: number;
   /** pino level for the actor's logs. */
   logLevel: string;
-  /** Reconnects after a transport loss. @default stdio: 3 tries 500 ms apart; remote: 5 tries, 1 s doubling to 16 s */
-  reconnect?: { attempts: number; initialDelayMs: number; maxDelayMs: number; factor: number } | undefined;
+  /**
+   * Reconnects after a transport loss. `firstDelayMs` is the wait before the first try.
+   * @default stdio: 3 tries, the first at once, then 500 ms apart; remote: 5 tries, 1 s doubling to 16 s
+   */
+  reconnect?: { attempts: number; initialDelayMs: number; maxDelayMs: number; factor: number; firstDelayMs?: number | undefined } | undefined;
 }
 
 export interface ActorStartResult {
@@ -70,6 +73,8 @@ export interface ControlOps {
 export interface ActorEvents {
   /** Sent right after the child process starts, before initialize. */
   spawned: { pid: number; pgid: number };
+  /** A retired connection's process group is gone (after a restart or a transport loss). */
+  reaped: { pgid: number };
   /** The actor's machine changed state. */
   status: { status: EntryStatus; generation: number; reason?: DisconnectReason | string; error?: WireError };
   /** The connection was lost, came back, or failed (the same payload views get). */
