@@ -3,9 +3,9 @@
  * after it, and every marker it used must have no process left — whatever a failed assertion
  * left behind is caught here, not by the next test.
  */
-import { afterEach, expect, vi } from 'vitest';
+import { afterEach } from 'vitest';
 import { McpTransportPool, type McpTransportPoolOptions } from '@mcpool/core';
-import { killMarked, marker, pidsWithMarker } from './processes.js';
+import { expectNoSurvivors, marker } from './processes.js';
 
 export interface PoolsForTests {
   /** A pool drained (forced) after the test; `defaults` then `options` apply. */
@@ -20,11 +20,7 @@ export function usePools(defaults: McpTransportPoolOptions = {}): PoolsForTests 
   const marks: string[] = [];
   afterEach(async () => {
     await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-    // A process SIGKILLed a moment ago may take a little while to die on a loaded machine; one
-    // that is still there after that bound survived, and fails the test.
-    for (const mark of marks.splice(0)) {
-      await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5_000, interval: 20 }).finally(() => killMarked(mark));
-    }
+    for (const mark of marks.splice(0)) await expectNoSurvivors(mark);
   });
   return {
     newPool(options = {}) {

@@ -97,3 +97,17 @@ export function isRunning(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * Asserts that no process with `mark` survives: one SIGKILLed a moment ago may take a little
+ * while to die on a loaded machine, so this waits (bounded) before calling it a survivor, and
+ * kills whatever is left either way.
+ */
+export async function expectNoSurvivors(mark: string): Promise<void> {
+  const { expect, vi } = await import('vitest');
+  try {
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5_000, interval: 20 });
+  } finally {
+    killMarked(mark);
+  }
+}

@@ -7,13 +7,13 @@ import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ProcessGroupStdioTransport, groupAlive } from '@mcpool/actor';
-import { FIXTURES, isAlive, killMarked, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { expectNoSurvivors, FIXTURES, isAlive, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 
 const marks: string[] = [];
 const clients: Client[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close()));
-  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+  for (const mark of marks.splice(0)) await expectNoSurvivors(mark);
 });
 
 function newMark(label: string): string {

@@ -117,8 +117,8 @@ export class ActorHandle {
    * lives: its event loop reaps the child. A child killed after its thread died stays a zombie
    * under the supervisor, because Node cannot reap a pid it has no handle for.
    */
-  async terminate(): Promise<void> {
-    await this.killTree();
+  async terminate(options: { blocked?: boolean } = {}): Promise<void> {
+    await this.killTree({ reap: !options.blocked });
     if (!this.alive) return;
     await this.worker.terminate();
     await this.exited;
@@ -129,7 +129,9 @@ export class ActorHandle {
    * `setsid` grandchild has left the group), then waits, bounded, for the root to be reaped.
    * Children belong to the process, not the thread: this runs on every actor death.
    */
-  async killTree(): Promise<void> {
+  async killTree(options: { reap?: boolean } = {}): Promise<void> {
+    // A blocked thread (busy loop) cannot reap: waiting for it would only delay its end.
+    const reap = options.reap ?? true;
     // Every group this actor started and has not reported reaped: the current server, and one
     // still being retired after a restart or a transport loss.
     const groups = [...this.#groups].filter(([pgid, startTime]) => pgid > 1 && leaderUnchanged(pgid, startTime));
@@ -145,8 +147,8 @@ export class ActorHandle {
     // Done when every killed process is gone (a zombie counts as gone) and, while the thread
     // lives, its loop has reaped the roots. Bounded: a loaded machine can take a while to reap.
     const done = (): boolean =>
-      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(this.alive && groups.some(([pgid]) => pidExists(pgid)));
-    for (let i = 0; i < 100 && !done(); i++) await delay(10);
+      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(reap && this.alive && groups.some(([pgid]) => pidExists(pgid)));
+    for (let i = 0; i < 300 && !done(); i++) await delay(10);
   }
 }
 

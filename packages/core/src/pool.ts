@@ -670,7 +670,7 @@ export class McpTransportPool {
           // Blocked (a busy loop, a runaway parse): it cannot serve its views. End it.
           this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, timeoutMs: this.#heartbeatTimeoutMs }, 'actor stopped answering its heartbeat');
           entry.unresponsive = true;
-          void entry.handle.terminate();
+          void entry.handle.terminate({ blocked: true });
         })
         .finally(() => {
           entry.pinging = false;

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode, McpTransportPool, WorkspaceBudget, isWorkspaceScopedBudgetEvent, type PoolEvent } from '@mcpool/core';
 import type { BudgetEvent } from '@mcpool/protocol';
-import { fixtureConfig, killMarked, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { expectNoSurvivors, fixtureConfig, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -78,7 +78,7 @@ describe('the pool and its budget', () => {
   const marks: string[] = [];
   afterEach(async () => {
     await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-    for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+    for (const mark of marks.splice(0)) await expectNoSurvivors(mark);
   });
 
   it('budget 2 with 4 sessions × 3 servers: liveCount counts entries (3, not 12) and one warning reaches every session', async () => {

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { McpTransportPool } from '@mcpool/core';
 import { startHttpFixture, type HttpFixture } from '../../../test/fixtures/servers/httpHeaders.mjs';
-import { fixtureConfig, killMarked, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+import { expectNoSurvivors, fixtureConfig, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 
 const pools: McpTransportPool[] = [];
 const marks: string[] = [];
@@ -14,7 +14,7 @@ const servers: HttpFixture[] = [];
 afterEach(async () => {
   await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
   await Promise.all(servers.splice(0).map((server) => server.close()));
-  for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+  for (const mark of marks.splice(0)) await expectNoSurvivors(mark);
 });
 
 function newPool(options: ConstructorParameters<typeof McpTransportPool>[0] = {}): McpTransportPool {

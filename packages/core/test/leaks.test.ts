@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpTransportPool, type PooledConnection } from '@mcpool/core';
 import { isRunning } from '@mcpool/protocol/processTree';
-import { fixtureConfig, killMarked, marker, pidFromResult, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+import { expectNoSurvivors, fixtureConfig, killMarked, marker, pidFromResult, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -135,7 +135,7 @@ beforeAll(async () => {
 afterEach(async () => {
   try {
     await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
-    for (const mark of marks.splice(0)) expect(killMarked(mark)).toBe(0);
+    for (const mark of marks.splice(0)) await expectNoSurvivors(mark);
   } finally {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
