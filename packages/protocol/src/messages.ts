@@ -39,6 +39,20 @@ export interface ActorStartArgs {
 export interface ActorStartResult {
   snapshot: ServerSnapshot;
   pid: number | undefined;
+  /** The protocol era the actor settled on with its server. */
+  era?: 'legacy' | 'modern' | undefined;
+}
+
+/**
+ * What a view declares about its own client, so a modern-era upstream shared by many sessions
+ * sees each caller as itself (`params._meta` of every request the view makes).
+ * Absent fields take the pool's defaults.
+ */
+export interface ViewClientInfo {
+  protocolVersion?: string | undefined;
+  capabilities?: Record<string, unknown> | undefined;
+  clientInfo?: { name: string; version: string; [field: string]: unknown } | undefined;
+  logLevel?: string | undefined;
 }
 
 export interface AttachArgs {
@@ -46,6 +60,8 @@ export interface AttachArgs {
   sessionId: string;
   /** The actor's end of the view channel (transferred). */
   port: import('node:worker_threads').MessagePort;
+  /** The view's own client declaration (modern-era `_meta`). */
+  client?: ViewClientInfo | undefined;
 }
 
 export interface RestartOutcome {

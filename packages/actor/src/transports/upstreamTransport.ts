@@ -1,0 +1,68 @@
+/**
+ * The contract every upstream transport of the actor meets (stdio, Streamable HTTP, legacy
+ * HTTP+SSE, websocket). A transport moves JSON-RPC messages and knows nothing of MCP methods,
+ * except what its wire needs (HTTP headers that mirror the body, the legacy session id).
+ *
+ * Messages cross it already parsed, once: `send` serialises, `onmessage` hands over the object
+ * the transport decoded. No schema validation happens here.
+ */
+
+/** A JSON-RPC 2.0 message as it travels: a request, a notification, a result or an error. */
+export interface JsonRpcMessage {
+  jsonrpc: '2.0';
+  id?: string | number;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** Which protocol era a connection speaks; decided by the actor's probe, told to the transport. */
+export type ProtocolEra = 'legacy' | 'modern';
+
+export interface SendOptions {
+  /**
+   * Aborting ends this request on the wire where the transport can (an HTTP request's stream is
+   * closed). Transports that cannot (stdio, websocket) ignore it: the actor sends
+   * `notifications/cancelled` there instead.
+   */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * An HTTP answer that carries no JSON-RPC message the actor can correlate: a non-2xx status, or
+ * a body that is not JSON-RPC. The era probe reads `status` and `body`; 401/403 mean auth.
+ */
+export class UpstreamHttpError extends Error {
+  override name = 'UpstreamHttpError';
+  constructor(
+    message: string,
+    readonly status: number,
+    /** The response body as text, at most a few KB. */
+    readonly body: string,
+    /** The `WWW-Authenticate` header of a 401/403, if any. */
+    readonly wwwAuthenticate?: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+export interface UpstreamTransport {
+  /** Open the connection (spawn the child, open the socket); resolves when messages can be sent. */
+  start(): Promise<void>;
+  /** Send one message. Rejects if it could not be handed to the wire (or, on HTTP, with an UpstreamHttpError). */
+  send(message: JsonRpcMessage, options?: SendOptions): Promise<void>;
+  /** Close for good; resolves when the connection (and any child tree) is gone. Idempotent. */
+  close(): Promise<void>;
+  /**
+   * Tell the transport which era and protocol version the actor settled on, so it can shape
+   * the wire (HTTP: `MCP-Protocol-Version` on every request; legacy: keep the session id).
+   */
+  setProtocol?(era: ProtocolEra, protocolVersion: string): void;
+  /** Every message the server sends, parsed once. */
+  onmessage?: (message: JsonRpcMessage) => void;
+  /** The connection is gone (called once). */
+  onclose?: () => void;
+  /** A non-fatal error, or the reason just before `onclose`. */
+  onerror?: (error: Error) => void;
+}
