@@ -1,11 +1,13 @@
 /**
- * The `mcpool` command line (commander): `serve`, `status`, `restart`, `sessions`, `config check`.
+ * The `mcpool` command line (commander): `serve`, `status`, `restart`, `sessions`, `config check`,
+ * `bridge`, `import`.
  * `main` returns the exit code instead of exiting, so tests can run it in process.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
 import { ConfigError } from '@mcpool/protocol';
 import { registerBridgeCommand } from './bridge/command.js';
+import { registerImportCommand } from './commands/importCommand.js';
 import { connect, formatRestart, formatSessions, formatStatus, UsageError, type CommandIo } from './commands/clientCommands.js';
 import { loadConfig, type LogLevel } from './config/daemonConfig.js';
 import { ExitCode, runServe, type StartOptions } from './serve.js';
@@ -114,6 +116,7 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
     });
 
   registerBridgeCommand(program, io, (code) => (exitCode = code));
+  registerImportCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);
