@@ -1,6 +1,6 @@
 /**
  * The `mcpool` command line (commander): `serve`, `status`, `restart`, `sessions`, `config check`,
- * `bridge`, `import`.
+ * `bridge`, `import`, `service`, `logs`.
  * `main` returns the exit code instead of exiting, so tests can run it in process.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -8,6 +8,8 @@ import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
 import { ConfigError } from '@mcpool/protocol';
 import { registerBridgeCommand } from './bridge/command.js';
 import { registerImportCommand } from './commands/importCommand.js';
+import { registerLogsCommand } from './commands/logsCommand.js';
+import { registerServiceCommand } from './commands/serviceCommand.js';
 import { connect, formatRestart, formatSessions, formatStatus, UsageError, type CommandIo } from './commands/clientCommands.js';
 import { loadConfig, type LogLevel } from './config/daemonConfig.js';
 import { ExitCode, runServe, type StartOptions } from './serve.js';
@@ -117,6 +119,8 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
 
   registerBridgeCommand(program, io, (code) => (exitCode = code));
   registerImportCommand(program, io, (code) => (exitCode = code));
+  registerServiceCommand(program, io, (code) => (exitCode = code));
+  registerLogsCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);
