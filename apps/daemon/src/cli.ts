@@ -1,6 +1,6 @@
 /**
  * The `mcpool` command line (commander): `serve`, `status`, `restart`, `sessions`, `config check`,
- * `bridge`, `import`, `service`, `logs`.
+ * `bridge`, `import`, `service`, `logs`, `ui`.
  * `main` returns the exit code instead of exiting, so tests can run it in process.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -10,6 +10,7 @@ import { registerBridgeCommand } from './bridge/command.js';
 import { registerImportCommand } from './commands/importCommand.js';
 import { registerLogsCommand } from './commands/logsCommand.js';
 import { registerServiceCommand } from './commands/serviceCommand.js';
+import { registerUiCommand } from './commands/uiCommand.js';
 import { connect, formatRestart, formatSessions, formatStatus, UsageError, type CommandIo } from './commands/clientCommands.js';
 import { loadConfig, type LogLevel } from './config/daemonConfig.js';
 import { ExitCode, runServe, type StartOptions } from './serve.js';
@@ -121,6 +122,7 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
   registerImportCommand(program, io, (code) => (exitCode = code));
   registerServiceCommand(program, io, (code) => (exitCode = code));
   registerLogsCommand(program, io, (code) => (exitCode = code));
+  registerUiCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);

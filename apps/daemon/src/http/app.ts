@@ -29,6 +29,8 @@ import {
 import { Gateway } from '../gateway/gateway.js';
 import { securityHook, securityPolicy, type SecurityPolicy } from './security.js';
 import { eventStreamHandler } from './sse.js';
+import { registerDashboard, sessionCookie } from './dashboard.js';
+import { UiSessions } from './uiSessions.js';
 
 /** Feature tags of `GET /capabilities` (seed §20.1). Clients ignore tags they do not know. */
 export const CAPABILITIES: readonly string[] = Object.freeze([
@@ -242,7 +244,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   daemon.trackStream(() => void gateway.close());
   app.addHook('onClose', () => gateway.close());
   app.decorate('gateway', gateway);
-  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal }));
+  const uiSessions = new UiSessions();
+  const cookieSession = (request: FastifyRequest) => {
+    const secret = sessionCookie(request);
+    return secret === undefined ? undefined : uiSessions.identify(secret);
+  };
+  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession }));
   // Last line of defence: no known secret leaves in a body.
   app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? redactor.scrub(payload) : payload));
   app.addHook('onResponse', async (request, reply) => {
@@ -271,6 +278,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     app.route({ method: route.method, url: route.url, config: { right: route.right }, handler: route.handler });
   }
   gateway.register(app);
+  await registerDashboard(app, uiSessions);
   return app;
 }
 

@@ -64,6 +64,8 @@ declare module 'fastify' {
     right?: Right;
     /** The route may run without a token when the hook's `anonymous` gives a principal (the `/mcp` test mode). */
     anonymous?: boolean;
+    /** The route needs no credential at all (the dashboard's page, its assets and its sign-in). */
+    public?: boolean;
   }
 }
 
@@ -73,6 +75,8 @@ export interface SecurityHookOptions {
    * undefined (the default) means a token is required there too.
    */
   anonymous?: () => Principal | undefined;
+  /** The principal of a dashboard session cookie, if the request carries a valid one. */
+  cookieSession?: (request: FastifyRequest) => Principal | undefined;
 }
 
 /** The `onRequest` hook doing the four checks. `policy` is read per request (reload updates it). */
@@ -101,6 +105,8 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
       }
     }
 
+    if (!request.is404 && request.routeOptions.config?.public === true) return;
+
     const authorization = request.headers.authorization;
     if (authorization === undefined && !request.is404 && request.routeOptions.config?.anonymous === true) {
       const anonymous = options.anonymous?.();
@@ -110,7 +116,10 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
       }
     }
     const match = authorization === undefined ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
-    const principal = match ? tokens.identify(match[1]!) : undefined;
+    let principal = match ? tokens.identify(match[1]!) : undefined;
+    // A dashboard cookie: the browser sends it with every same-site request, so a change
+    // (anything but GET) also needs the page's own Origin, which a cross-site form cannot forge.
+    if (authorization === undefined && (request.method === 'GET' || sameOrigin)) principal = options.cookieSession?.(request);
     if (principal === undefined) {
       reply.header('www-authenticate', 'Bearer realm="mcpool"');
       throw new HttpError(DaemonErrorCode.UNAUTHORIZED, authorization === undefined ? 'a bearer token is required' : 'the bearer token is not valid');
