@@ -8,6 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createServer } from 'node:net';
 import { StreamableHttpTransport, UpstreamStreamError } from '../src/transports/streamableHttpTransport.js';
+import { encodeHeaderValue, mcpNameOf, paramHeaders, scanParamHeaders } from '../src/transports/httpMcpHeaders.js';
+import { jsonRpcErrorIn } from '../src/transports/httpBody.js';
 import { UpstreamHttpError, type JsonRpcMessage } from '../src/transports/upstreamTransport.js';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
@@ -223,6 +225,9 @@ describe('StreamableHttpTransport, era probing and errors', () => {
     const error = failure as UpstreamHttpError;
     expect(error.status).toBe(400);
     expect(JSON.parse(error.body)).toMatchObject({ error: { code: -32022, data: { supported: [MODERN] } } });
+    expect(jsonRpcErrorIn(error.body)).toMatchObject({ code: -32022, data: { supported: [MODERN] } });
+    expect(jsonRpcErrorIn('<html>Bad Request</html>')).toBeUndefined();
+    expect(jsonRpcErrorIn('{"error":"invalid_token"}')).toBeUndefined();
   });
 
   it('surfaces 401 with WWW-Authenticate, on both kinds of server', async () => {
@@ -368,6 +373,41 @@ describe('StreamableHttpTransport, modern era', () => {
     expect(client.errors[0]).toBeInstanceOf(UpstreamStreamError);
     expect((client.errors[0] as UpstreamStreamError).requestId).toBe(42);
     expect(client.received.map((m) => m.method)).toEqual(['notifications/progress']);
+  });
+});
+
+describe('the mirrored headers', () => {
+  it('Mcp-Name comes from params.name or params.uri, and only for the methods that mirror one', () => {
+    expect(mcpNameOf('tools/call', { name: 'echo' })).toBe('echo');
+    expect(mcpNameOf('prompts/get', { name: 'greet' })).toBe('greet');
+    expect(mcpNameOf('resources/read', { uri: 'file:///a b' })).toBe('file:///a b');
+    expect(mcpNameOf('tools/list', { name: 'x' })).toBeUndefined();
+    expect(mcpNameOf('constructor', {})).toBeUndefined();
+  });
+
+  it('values that are not plain visible ASCII go as the base64 sentinel', () => {
+    expect(encodeHeaderValue('eu-west-1')).toBe('eu-west-1');
+    for (const value of ['zürich', ' padded', 'line\nbreak', '', '=?base64?abc?=']) {
+      expect(encodeHeaderValue(value)).toBe(`=?base64?${Buffer.from(value).toString('base64')}?=`);
+    }
+  });
+
+  it('collects x-mcp-header declarations reached through properties, and refuses the invalid ones', () => {
+    const nested = { type: 'object', properties: { where: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } }, n: { type: 'integer', 'x-mcp-header': 'N' } } };
+    const scan = scanParamHeaders(nested);
+    expect(scan).toEqual({ valid: true, declarations: [{ path: ['where', 'region'], header: 'Region' }, { path: ['n'], header: 'N' }] });
+    expect(paramHeaders(scan.valid ? scan.declarations : [], { where: { region: 'eu' }, n: 3 })).toEqual({ 'mcp-param-region': 'eu', 'mcp-param-n': '3' });
+    expect(paramHeaders(scan.valid ? scan.declarations : [], { where: null })).toEqual({});
+
+    const invalid = [
+      { type: 'object', properties: { a: { type: 'number', 'x-mcp-header': 'A' } } },
+      { type: 'object', properties: { a: { type: 'array', items: { type: 'string', 'x-mcp-header': 'A' } } } },
+      { type: 'object', anyOf: [{ properties: { a: { type: 'string', 'x-mcp-header': 'A' } } }] },
+      { type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'Bad Name' } } },
+      { type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'Same' }, b: { type: 'string', 'x-mcp-header': 'same' } } },
+      { type: 'string', 'x-mcp-header': 'Root' },
+    ];
+    for (const schema of invalid) expect(scanParamHeaders(schema).valid).toBe(false);
   });
 });
 

@@ -68,3 +68,21 @@ export async function readSse(body: AsyncIterable<Uint8Array>, handlers: SseHand
 export function mediaType(contentType: string | undefined): string {
   return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
 }
+
+/**
+ * The JSON-RPC error an HTTP error body carries (how a modern server answers 400 / -32020,
+ * -32022, 404 / -32601; how the era probe tells a modern refusal from a legacy one), or
+ * undefined when the body is not a JSON-RPC error.
+ */
+export function jsonRpcErrorIn(body: string): { code: number; message: string; data?: unknown } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const error = (value as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown } } | null)?.error;
+  if ((value as { jsonrpc?: unknown }).jsonrpc !== '2.0' || error === null || typeof error !== 'object') return undefined;
+  if (typeof error.code !== 'number' || typeof error.message !== 'string') return undefined;
+  return error as { code: number; message: string; data?: unknown };
+}
