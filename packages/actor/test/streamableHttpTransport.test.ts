@@ -202,6 +202,26 @@ describe.each(carriers)('StreamableHttpTransport, legacy era, over $name', ({ op
   });
 });
 
+describe('StreamableHttpTransport, legacy era on a dual-era v2 server (stateless, no sessions)', () => {
+  it('initializes and calls without a session; the GET stream gets 405, which is fine; close() sends no DELETE', async () => {
+    const server = await modernServer({ legacy: 'stateless' });
+    const client = await open(server.url);
+    await initializeLegacy(client);
+    expect(client.transport.state.sessionId).toBeUndefined();
+    await until(() => server.exchanges.some((x) => x.method === 'GET' && x.status !== undefined));
+    expect(server.exchanges.find((x) => x.method === 'GET')!.status).toBe(405);
+    expect(textOf(await client.request('tools/call', { name: 'echo', arguments: { text: 'old client' } }))).toBe('old client');
+    const call = server.exchanges.find((x) => (x.body as { method?: string } | undefined)?.method === 'tools/call')!;
+    expect(header(call, 'mcp-protocol-version')).toBe(LEGACY);
+    expect(header(call, 'mcp-method')).toBeUndefined();
+    await client.transport.close();
+    await until(() => server.connectionCount() === 0);
+    expect(server.exchanges.some((x) => x.method === 'DELETE')).toBe(false);
+    expect(server.exchanges.filter((x) => x.method === 'GET')).toHaveLength(1);
+    expect(client.errors).toEqual([]);
+  });
+});
+
 describe('StreamableHttpTransport, era probing and errors', () => {
   it('a modern probe to a legacy-only server rejects with the 400 and its body', async () => {
     const server = await legacyServer();

@@ -302,7 +302,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   #maybeOpenGetStream(): void {
-    if (!this.#isLegacy() || !this.#initializedAccepted || this.#sessionId === undefined) return;
+    // A server without sessions may still offer the stream (or answer 405).
+    if (!this.#isLegacy() || !this.#initializedAccepted) return;
     if (this.#getStream !== undefined || this.#getReopenTimer !== undefined || this.#closed || this.#exchange === undefined) return;
     const controller = new AbortController();
     this.#getStream = controller;
@@ -331,7 +332,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
       }
       if (answer.status < 200 || answer.status >= 300) {
         const error = await this.#httpError(answer, 'GET stream');
-        if (answer.status === 404) this.#sessionLost(error);
+        if (answer.status === 404 && headers['mcp-session-id'] !== undefined) this.#sessionLost(error);
         else this.onerror?.(error);
         return 'done';
       }
