@@ -23,6 +23,8 @@ import {
   type PoolSnapshot,
   type PooledConnection,
   type ServerConfig,
+  type SharingDefaultInfo,
+  type SharingPolicy,
 } from '@mcpool/core';
 import { ConfigError, fingerprint, parseServersDocument } from '@mcpool/protocol';
 import type {
@@ -136,6 +138,7 @@ export class Daemon {
       callTimeoutMs: s.callTimeoutMs,
       logger: this.#logger,
       onEvent: (event) => this.#onPoolEvent(event),
+      defaultSharing: daemonDefaultSharing,
       ...(options.groupLedgerDir === undefined ? {} : { stateDir: options.groupLedgerDir }),
       ...options.poolOptions,
     });
@@ -198,7 +201,13 @@ export class Daemon {
         status: live.status,
         mcpStatus: live.mcpStatus === 'CONNECTED' ? 'connected' : live.mcpStatus === 'CONNECTING' ? 'connecting' : 'disconnected',
         entryCount: live.entryCount,
-        entrySummary: live.entrySummary.map((entry) => ({ entryIndex: entry.entryIndex, refs: entry.refs, status: entry.status })),
+        entrySummary: live.entrySummary.map((entry) => ({
+          entryIndex: entry.entryIndex,
+          refs: entry.refs,
+          status: entry.status,
+          sharing: entry.sharing,
+          ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
+        })),
       };
     });
     const b = snapshot.budget;
@@ -206,7 +215,7 @@ export class Daemon {
       initialized: true,
       ready: this.#progress.done,
       servers,
-      budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status },
+      budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status, bySharing: { ...b.bySharing } },
       sessions: this.#sessions.size,
     };
   }
@@ -365,7 +374,8 @@ export class Daemon {
     await Promise.all(
       [...plan].map(async ([name, { config, injected: isInjected }]) => {
         try {
-          const view = await this.pool.acquire(name, config, session.id);
+          // The principal is the token's client id: a per-principal server is shared by its sessions only.
+          const view = await this.pool.acquire(name, config, session.id, { principal: principal.id });
           session.servers.set(name, { injected: isInjected, view });
         } catch (error) {
           const wire = toPlainError(error);
@@ -544,7 +554,8 @@ export class Daemon {
     const config = this.#config.servers[name];
     if (config === undefined || this.#closing !== undefined) return false;
     try {
-      const view = await this.pool.acquire(name, config, WARM_SESSION_ID);
+      // The warm hold makes no calls, so it may share the operator's process of a per-principal server.
+      const view = await this.pool.acquire(name, config, WARM_SESSION_ID, { principal: OPERATOR_ID });
       const previous = this.#warm.get(name);
       this.#warmErrors.delete(name);
       if (this.#settings.keepWarm) this.#warm.set(name, view);
@@ -619,11 +630,23 @@ export function diffServers(
   for (const name of Object.keys(next).sort()) {
     const before = previous[name];
     if (before === undefined) added.push(name);
-    else if (fingerprint(before) !== fingerprint(next[name]!)) changed.push(name);
+    // A new sharing policy puts new acquires on other entries, as a new fingerprint does.
+    else if (fingerprint(before) !== fingerprint(next[name]!) || before.sharing !== next[name]!.sharing) changed.push(name);
     else unchanged.push(name);
   }
   for (const name of Object.keys(previous).sort()) if (!Object.hasOwn(next, name)) removed.push(name);
   return { added, removed, changed, unchanged };
+}
+
+/**
+ * The daemon's policy for a server whose config sets no `sharing`: a modern-era (2026-07-28)
+ * server keeps no conversation state in its process, so its clients share it; a legacy one may
+ * (a stdio process's lifetime is often its session), so each client gets its own. An era not
+ * known yet is treated as legacy: sharing by mistake leaks one client's state to another, not
+ * sharing costs a process.
+ */
+export function daemonDefaultSharing(info: SharingDefaultInfo): SharingPolicy {
+  return info.fingerprintEra === 'modern' ? 'shared' : 'per-principal';
 }
 
 function toPlainError(error: unknown): { code: string; message: string } {

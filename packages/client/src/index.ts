@@ -51,6 +51,7 @@ export type {
   SessionInfo,
   SessionList,
   SessionServer,
+  SharingPolicy,
   ShutdownEvent,
   ToolCallRequest,
   ToolCallResponse,

@@ -3,9 +3,9 @@
  * The daemon types its responses against these, so the two cannot drift apart silently.
  * Only `import type` from `@mcpool/protocol`: nothing here exists at run time.
  */
-import type { BudgetMode, EntryStatus, TransportKind } from '@mcpool/protocol';
+import type { BudgetMode, EntryStatus, SharingPolicy, TransportKind } from '@mcpool/protocol';
 
-export type { BudgetMode, EntryStatus, TransportKind };
+export type { BudgetMode, EntryStatus, SharingPolicy, TransportKind };
 
 /** A right a token holds: `read` for GETs, `write` for restart, reload and sessions (write includes read). */
 export type Right = 'read' | 'write';
@@ -28,6 +28,13 @@ export interface EntrySummaryItem {
   /** Sessions holding a view on the entry (the daemon's warm hold counts as one). */
   refs: number;
   status: EntryStatus;
+  /** Who may share this entry's process: `shared`, `per-principal` (one client's sessions) or `per-session`. */
+  sharing: SharingPolicy;
+  /**
+   * `per-principal` and `per-session` entries: an opaque label of the client or session the entry
+   * serves (equal labels, same owner, while the daemon runs). Never a client id, session id or token.
+   */
+  ownerLabel?: string;
 }
 
 /** One server cell of `GET /workspace/mcp`. */
@@ -55,6 +62,8 @@ export interface WorkspaceBudgetCell {
   clientBudget: number;
   budgetMode: BudgetMode;
   status: 'ok' | 'warning' | 'exhausted' | 'off';
+  /** `liveCount` split by the entries' sharing policy. */
+  bySharing: Record<SharingPolicy, number>;
 }
 
 /** `GET /workspace/mcp`. `initialized` is true even with no session (seed §14.3). */

@@ -3,14 +3,18 @@
  */
 export { McpTransportPool } from './pool.js';
 export type {
+  AcquireOptions,
+  DefaultSharing,
   DrainAllOptions,
   DrainAllResult,
   EntrySummary,
   McpTransportPoolOptions,
+  PoolBudgetCell,
   PoolSnapshot,
   ReconnectPolicy,
   RestartResult,
   ServerSnapshotSummary,
+  SharingDefaultInfo,
 } from './pool.js';
 export { PooledConnection } from './pooledConnection.js';
 export type { CallOptions, ConnectionStatus, PooledConnectionEvent, PooledConnectionEvents, ServerRequestHandler } from './pooledConnection.js';
@@ -25,4 +29,4 @@ export {
   PoolError,
   isWorkspaceScopedBudgetEvent,
 } from '@mcpool/protocol';
-export type { ConnectionId, PoolEvent, ServerConfig, SessionTool, UpstreamNotification } from '@mcpool/protocol';
+export type { ConnectionId, PoolEvent, ServerConfig, SessionTool, SharingPolicy, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';

@@ -13,11 +13,12 @@
  *   events cannot evict its replacement; an attach that races a closing entry gets a new entry.
  */
 import { MessageChannel } from 'node:worker_threads';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { pino, type Logger } from 'pino';
 import {
   DEFAULT_POOLED_TRANSPORTS,
   ErrorCode,
+  SHARING_POLICIES,
   PoolError,
   connectionIdOf,
   fingerprint,
@@ -27,12 +28,15 @@ import {
   type ActorEvents,
   type ActorStartArgs,
   type ActorStartResult,
+  type AttachArgs,
   type BudgetEvent,
   type ConnectionId,
   type EntryStatus,
   type PoolEvent,
   type ServerConfig,
+  type SharingPolicy,
   type TransportKind,
+  type ViewClientInfo,
   type WireError,
 } from '@mcpool/protocol';
 import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
@@ -41,6 +45,28 @@ import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { countZombieChildren } from '@mcpool/protocol/processTree';
 import { PooledConnection } from './pooledConnection.js';
 import type { SessionFields } from './sessionFilter.js';
+
+/** What the pool knows about a server when it picks the sharing policy its config does not set. */
+export interface SharingDefaultInfo {
+  serverName: string;
+  /** The protocol era last seen for this fingerprint; `undefined` when none is known yet. */
+  fingerprintEra: 'legacy' | 'modern' | undefined;
+}
+
+/** The policy of configs without `sharing`: one for all, or chosen per server. */
+export type DefaultSharing = SharingPolicy | ((info: SharingDefaultInfo) => SharingPolicy);
+
+/** Per-acquire options of {@link McpTransportPool.acquire}. */
+export interface AcquireOptions {
+  /**
+   * Who the session acts for (a user, a client id). Sessions of one principal share a
+   * `per-principal` server's process; other principals get their own. Required for a
+   * `per-principal` server, ignored otherwise. Never shown: snapshots carry an opaque label.
+   */
+  principal?: string;
+  /** What this view declares about its own client (sent with its requests to a modern-era server); absent fields take the pool's defaults. */
+  client?: ViewClientInfo;
+}
 
 export interface McpTransportPoolOptions {
   /** How long an entry with no session stays warm. @default 30000 */
@@ -51,6 +77,13 @@ export interface McpTransportPoolOptions {
   budget?: BudgetOptions;
   /** Transports whose connections are shared. HTTP servers may keep per-connection state, so they are opt-in. @default ['stdio', 'websocket'] */
   pooledTransports?: readonly TransportKind[];
+  /**
+   * The sharing policy of a config with no `sharing` field. A function is asked on every acquire
+   * of such a config, so its answer may follow what the pool learns about the server.
+   * A transport that is not pooled is `per-session` whatever the policy says.
+   * @default 'shared'
+   */
+  defaultSharing?: DefaultSharing;
   /** Wall-clock limit on spawn + initialize + discovery. @default stdio 30000, npx/uvx-like commands 120000, remote 10000 */
   spawnTimeoutMs?: number;
   /** Default per-call timeout. @default 60000 */
@@ -107,6 +140,14 @@ export interface EntrySummary {
   entryIndex: number;
   refs: number;
   status: EntryStatus;
+  /** Who may share this entry's process. An unpooled entry is `per-session`. */
+  sharing: SharingPolicy;
+  /**
+   * For `per-principal` and `per-session` entries: an opaque label of the principal or session the
+   * entry serves. Equal labels are the same principal (or session) within one pool's life; the
+   * label reveals nothing of the id itself.
+   */
+  ownerLabel?: string;
 }
 
 export interface ServerSnapshotSummary {
@@ -117,9 +158,14 @@ export interface ServerSnapshotSummary {
   entrySummary: EntrySummary[];
 }
 
+/** The budget cell, with the live connections split by sharing policy (they add up to `liveCount`). */
+export interface PoolBudgetCell extends BudgetCell {
+  bySharing: Record<SharingPolicy, number>;
+}
+
 export interface PoolSnapshot {
   servers: Record<string, ServerSnapshotSummary>;
-  budget: BudgetCell;
+  budget: PoolBudgetCell;
   /** Live actor threads and the stdio child processes behind them. */
   liveActors: number;
 }
@@ -130,15 +176,24 @@ interface TrippedKey {
   entryIndex: number;
   config: ServerConfig;
   pooled: boolean;
+  placement: Placement;
   lastError: WireError;
 }
 
+/** Which sessions an entry may serve: its policy and, when narrower than shared, whose it is. */
+interface Placement {
+  readonly sharing: SharingPolicy;
+  readonly ownerLabel: string | undefined;
+}
+
 interface PoolEntry {
+  /** The pool key: the connection id, plus the owner for entries that are not shared. */
   readonly id: ConnectionId;
   readonly serverName: string;
   readonly entryIndex: number;
   readonly config: ServerConfig;
   readonly pooled: boolean;
+  readonly placement: Placement;
   readonly handle: ActorHandle;
   status: EntryStatus;
   /** What the actor was last told: no refs (`true`) or some. */
@@ -164,6 +219,8 @@ const SPAWN_TIMEOUT_MAX_MS = 300_000;
 const ACTOR_SLACK_MS = 5_000;
 /** How many times an acquire retries when the entry it found was closing under it. */
 const ATTACH_ATTEMPTS = 3;
+/** Hex chars of an owner digest shown as an entry's `ownerLabel` (48 bits: labels of one pool do not collide in practice). */
+const OWNER_LABEL_CHARS = 12;
 
 /** Commands that may download a package before the server starts. */
 const PACKAGE_RUNNERS = /(^|[/\\])(npx|uvx|bunx|pnpx)(\.cmd|\.exe)?$/;
@@ -173,6 +230,9 @@ export class McpTransportPool {
     spawnTimeoutMs: number | undefined;
     pooledTransports: readonly TransportKind[];
   };
+  readonly #defaultSharing: DefaultSharing;
+  /** Salts owner digests, so neither keys nor labels can be matched to a guessed principal. */
+  readonly #ownerSalt = randomBytes(16);
   readonly #logger: Logger;
   readonly #onEvent: ((event: PoolEvent) => void) | undefined;
   readonly #host: ActorHost;
@@ -210,6 +270,8 @@ export class McpTransportPool {
       spawnTimeoutMs: options.spawnTimeoutMs === undefined ? undefined : positive('spawnTimeoutMs', options.spawnTimeoutMs, 0),
       pooledTransports: options.pooledTransports ?? DEFAULT_POOLED_TRANSPORTS,
     };
+    this.#defaultSharing = options.defaultSharing ?? 'shared';
+    if (typeof this.#defaultSharing !== 'function') assertSharingPolicy(this.#defaultSharing, 'options.defaultSharing');
     this.#logger = (options.logger ?? pino({ level: process.env.MCPOOL_LOG_LEVEL ?? 'warn' }, pino.destination(2))).child({ component: 'pool' });
     this.#onEvent = options.onEvent;
     this.#budget = new WorkspaceBudget(options.budget ?? {}, (event) => this.#emitBudget(event));
@@ -232,24 +294,57 @@ export class McpTransportPool {
 
   /**
    * Gives `sessionId` a view of the server `name` configured by `cfg`. Sessions whose configs have
-   * the same fingerprint share one entry (one process); per-session fields (`includeTools`,
-   * `excludeTools`, `trust`) shape only this session's view. A session that acquires the same
-   * entry twice gets the same view back.
+   * the same fingerprint share one entry (one process), as far as its sharing policy allows:
+   * `shared` lets every session in, `per-principal` only the sessions of `options.principal`,
+   * `per-session` none (the config's `sharing`, else the pool's `defaultSharing`). Per-session
+   * fields (`includeTools`, `excludeTools`, `trust`) shape only this session's view. A session that
+   * acquires the same entry twice gets the same view back.
    *
    * Rejects with `MCPOOL_POOL_DRAINING`, `MCPOOL_BUDGET_EXHAUSTED` (mode `enforce`),
-   * `MCPOOL_CONFIG_INVALID`, `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that
-   * spawn gets the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED`
-   * when `releaseSession(sessionId)` ran meanwhile.
+   * `MCPOOL_CONFIG_INVALID`, `MCPOOL_INVALID_ARGUMENT` (a `per-principal` server acquired without
+   * a principal), `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that spawn gets
+   * the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED` when
+   * `releaseSession(sessionId)` ran meanwhile.
    */
-  async acquire(name: string, cfg: ServerConfig | Record<string, unknown>, sessionId: string): Promise<PooledConnection> {
+  async acquire(name: string, cfg: ServerConfig | Record<string, unknown>, sessionId: string, options: AcquireOptions = {}): Promise<PooledConnection> {
     this.#assertOpen();
     if (typeof name !== 'string' || name.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'name must be a non-empty string');
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'sessionId must be a non-empty string');
+    if (typeof options !== 'object' || options === null) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options must be an object');
+    const { principal, client } = options;
+    if (principal !== undefined && (typeof principal !== 'string' || principal.length === 0)) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.principal must be a non-empty string');
+    }
+    if (client !== undefined && (typeof client !== 'object' || client === null || Array.isArray(client) || !isCloneable(client))) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.client must be a plain object of JSON-like values (it is sent to the actor thread)');
+    }
     const config = normalizeServerConfig(cfg, { path: name }).config;
     const fields = sessionFieldsOf(config);
     const pooled = isPoolable(config, this.#options.pooledTransports);
-    // An unpooled connection is its own entry; its id only has to be unique.
-    const id = pooled ? connectionIdOf(name, fingerprint(config)) : (`${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId);
+    const fp = fingerprint(config);
+    // An unpooled connection is its own entry (one per acquire), so it is per-session already.
+    const sharing = pooled ? this.#sharingOf(name, config, fp) : 'per-session';
+    let id: ConnectionId;
+    let placement: Placement;
+    if (!pooled) {
+      id = `${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId;
+      placement = { sharing, ownerLabel: this.#ownerDigest('session', sessionId).slice(0, OWNER_LABEL_CHARS) };
+    } else if (sharing === 'shared') {
+      id = connectionIdOf(name, fp);
+      placement = { sharing, ownerLabel: undefined };
+    } else {
+      if (sharing === 'per-principal' && principal === undefined) {
+        // Guessing would be wrong either way: one anonymous principal would share the process
+        // between unrelated callers, one per session would quietly multiply processes.
+        throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${name} is shared per principal: acquire it with options.principal`, {
+          data: { serverName: name, sharing },
+        });
+      }
+      const digest = sharing === 'per-principal' ? this.#ownerDigest('principal', principal!) : this.#ownerDigest('session', sessionId);
+      // Not a parsable connection id on purpose: the owner part keeps entries of one fingerprint apart.
+      id = `${connectionIdOf(name, fp)}::${sharing}:${digest}` as ConnectionId;
+      placement = { sharing, ownerLabel: digest.slice(0, OWNER_LABEL_CHARS) };
+    }
 
     const tripped = this.#tripped.get(id);
     if (tripped !== undefined) {
@@ -268,7 +363,7 @@ export class McpTransportPool {
           this.#evict(entry);
           entry = undefined;
         }
-        entry ??= this.#spawn(name, id, config, pooled, sessionId);
+        entry ??= this.#spawn(name, id, config, pooled, sessionId, placement);
         const existing = entry.views.get(sessionId);
         if (existing !== undefined) return await shareView(existing, fields);
         // Index before the await: a releaseSession that runs meanwhile sees this acquire.
@@ -290,7 +385,7 @@ export class McpTransportPool {
         const attached = entry.views.get(sessionId);
         if (attached !== undefined) return await shareView(attached, fields);
         try {
-          return await this.#attach(entry, sessionId, fields);
+          return await this.#attach(entry, sessionId, fields, client);
         } catch (error) {
           // The entry ended under the attach (closing, or its thread died): take a fresh one.
           const ended = error instanceof PoolError && (error.code === ErrorCode.ENTRY_CLOSING || error.code === ErrorCode.ACTOR_DIED || error.code === ErrorCode.PORT_CLOSED);
@@ -332,23 +427,25 @@ export class McpTransportPool {
   /** A fresh, plain snapshot: per server name, its entries with refs and status; the budget cell. */
   getSnapshot(): PoolSnapshot {
     const servers: Record<string, ServerSnapshotSummary> = {};
+    const bySharing: Record<SharingPolicy, number> = { shared: 0, 'per-principal': 0, 'per-session': 0 };
     for (const entry of this.#entries.values()) {
       const server = (servers[entry.serverName] ??= { name: entry.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.entryCount += 1;
-      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status });
+      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status, ...placementFields(entry.placement) });
+      if (entry.budgetHeld) bySharing[entry.placement.sharing] += 1;
     }
     // A key past its restart intensity stays visible as failed until it is restarted.
     for (const tripped of this.#tripped.values()) {
       const server = (servers[tripped.serverName] ??= { name: tripped.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.entryCount += 1;
-      server.entrySummary.push({ entryIndex: tripped.entryIndex, refs: 0, status: 'failed' });
+      server.entrySummary.push({ entryIndex: tripped.entryIndex, refs: 0, status: 'failed', ...placementFields(tripped.placement) });
     }
     for (const server of Object.values(servers)) {
       server.entrySummary.sort((a, b) => a.entryIndex - b.entryIndex);
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
       server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
     }
-    return { servers, budget: this.#budget.cell(), liveActors: this.#host.liveCount };
+    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount };
   }
 
   /**
@@ -412,7 +509,7 @@ export class McpTransportPool {
     this.#tripped.delete(id);
     this.#failures.delete(id);
     if (this.#entries.has(id)) return result(true, 'reset');
-    const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart');
+    const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart', tripped.placement);
     try {
       await entry.ready;
       this.#idleIfUnused(entry);
@@ -493,8 +590,29 @@ export class McpTransportPool {
     return Math.min(SPAWN_TIMEOUT_MAX_MS, Math.max(SPAWN_TIMEOUT_MIN_MS, timeout));
   }
 
+  /** The policy of `config`: its own `sharing`, else the pool's default for it. */
+  #sharingOf(name: string, config: ServerConfig, fp: string): SharingPolicy {
+    if (config.sharing !== undefined) return config.sharing;
+    const fallback = this.#defaultSharing;
+    if (typeof fallback !== 'function') return fallback;
+    return assertSharingPolicy(fallback({ serverName: name, fingerprintEra: this.#eraOf(fp) }), 'options.defaultSharing()');
+  }
+
+  /**
+   * The protocol era known for a fingerprint. Nothing records eras yet, so this answers
+   * `undefined` ("not known"), and a default that depends on it must take its safe branch.
+   */
+  #eraOf(_fingerprint: string): 'legacy' | 'modern' | undefined {
+    return undefined;
+  }
+
+  /** A salted digest of a principal or session: collision-free as a key part, opaque as a label. */
+  #ownerDigest(kind: 'principal' | 'session', owner: string): string {
+    return createHash('sha256').update(this.#ownerSalt).update(kind).update('\u0000').update(owner).digest('hex').slice(0, 32);
+  }
+
   /** Creates the entry and starts its actor. Synchronous up to the point the entry is visible. */
-  #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string): PoolEntry {
+  #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string, placement: Placement): PoolEntry {
     if (!this.#budget.tryReserve(name, sessionId)) {
       throw new PoolError(ErrorCode.BUDGET_EXHAUSTED, `the workspace budget of ${this.#budget.clientBudget} live connections is used up; ${name} was refused`, {
         data: { serverName: name, liveCount: this.#budget.liveCount, clientBudget: this.#budget.clientBudget },
@@ -510,6 +628,7 @@ export class McpTransportPool {
       entryIndex,
       config,
       pooled,
+      placement,
       handle,
       status: 'spawning',
       idle: false,
@@ -559,7 +678,7 @@ export class McpTransportPool {
     return entry;
   }
 
-  async #attach(entry: PoolEntry, sessionId: string, fields: SessionFields): Promise<PooledConnection> {
+  async #attach(entry: PoolEntry, sessionId: string, fields: SessionFields, client: ViewClientInfo | undefined): Promise<PooledConnection> {
     const { port1, port2 } = new MessageChannel();
     const view = new PooledConnection({
       id: entry.id,
@@ -581,7 +700,8 @@ export class McpTransportPool {
         // Same channel as the attach below, so the actor leaves `draining` before it attaches.
         void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
       }
-      await entry.handle.request('attach', { viewId: randomUUID(), sessionId, port: port2 }, { transfer: [port2], timeoutMs: 10_000 });
+      const attach: AttachArgs = { viewId: randomUUID(), sessionId, port: port2, ...(client === undefined ? {} : { client }) };
+      await entry.handle.request('attach', attach, { transfer: [port2], timeoutMs: 10_000 });
       await view.ready;
       return view;
     } catch (error) {
@@ -649,7 +769,7 @@ export class McpTransportPool {
     times.push(now);
     this.#failures.set(entry.id, times);
     if (times.length <= this.#intensity.maxRestarts || this.#tripped.has(entry.id)) return;
-    this.#tripped.set(entry.id, { serverName: entry.serverName, entryIndex: entry.entryIndex, config: entry.config, pooled: entry.pooled, lastError });
+    this.#tripped.set(entry.id, { serverName: entry.serverName, entryIndex: entry.entryIndex, config: entry.config, pooled: entry.pooled, placement: entry.placement, lastError });
     this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, failures: times.length, periodMs: this.#intensity.periodMs }, 'restart intensity exceeded: the server stays failed until restarted');
     if (!isTerminal(entry.status)) {
       entry.lastError = lastError;
@@ -807,6 +927,27 @@ async function shareView(view: PooledConnection, fields: SessionFields): Promise
   view.updateSessionFields(fields);
   await view.ready;
   return view;
+}
+
+function placementFields(placement: Placement): Pick<EntrySummary, 'sharing' | 'ownerLabel'> {
+  return placement.ownerLabel === undefined ? { sharing: placement.sharing } : { sharing: placement.sharing, ownerLabel: placement.ownerLabel };
+}
+
+/** Whether `value` survives the structured clone that carries it to the actor thread. */
+function isCloneable(value: unknown): boolean {
+  try {
+    structuredClone(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function assertSharingPolicy(value: unknown, what: string): SharingPolicy {
+  if (!(SHARING_POLICIES as readonly unknown[]).includes(value)) {
+    throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${what} must be one of ${SHARING_POLICIES.join(', ')}, got ${JSON.stringify(value)}`);
+  }
+  return value as SharingPolicy;
 }
 
 function isTerminal(status: EntryStatus): boolean {

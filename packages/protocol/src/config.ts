@@ -17,6 +17,17 @@ import { ErrorCode, PoolError } from './errors.js';
 /** How the pool reaches a server. */
 export type TransportKind = 'stdio' | 'http' | 'sse' | 'websocket';
 
+/**
+ * Who may share one server process (DESIGN "Sharing"): everyone whose config has the same
+ * fingerprint (`shared`), only the sessions of one principal (`per-principal`), or nobody
+ * (`per-session`). A server that keeps conversation state in its process must not be `shared`
+ * between unrelated clients.
+ */
+export type SharingPolicy = 'shared' | 'per-principal' | 'per-session';
+
+/** Every {@link SharingPolicy}, narrowest sharing last. */
+export const SHARING_POLICIES: readonly SharingPolicy[] = Object.freeze(['shared', 'per-principal', 'per-session'] as const);
+
 /** OAuth settings of a remote server (Gemini CLI / Qwen Code `oauth` block). */
 export interface OAuthConfig {
   enabled?: boolean;
@@ -48,6 +59,11 @@ export interface ServerConfig {
   /** Per-request timeout in milliseconds. */
   timeout?: number;
   oauth?: OAuthConfig;
+  /**
+   * Who may share the process. Absent: the pool's default. Not hashed: it is folded into the
+   * pool key instead (see `fingerprint.ts`, `POOL_KEY_FIELDS`).
+   */
+  sharing?: SharingPolicy;
   // Per-session fields: each session applies its own; they never split a pool entry.
   includeTools?: string[];
   excludeTools?: string[];
@@ -172,6 +188,10 @@ export const serverConfigSchema = z.object({
     .nullable()
     .optional()
     .describe('an OAuth object (enabled: boolean, scopes/audiences: string arrays, other fields: strings)'),
+  sharing: z
+    .enum(SHARING_POLICIES as [SharingPolicy, ...SharingPolicy[]])
+    .optional()
+    .describe(`a sharing policy (${SHARING_POLICIES.join(' | ')})`),
   includeTools: stringArray.optional().describe('an array of tool names'),
   excludeTools: stringArray.optional().describe('an array of tool names'),
   trust: z.boolean().optional().describe('true or false'),
@@ -216,7 +236,7 @@ const describeReceived: z.core.$ZodErrorMap = (issue) => {
       // Only `timeout` (not a secret) and `command` (the empty string) have a minimum.
       return typeof issue.input === 'number' ? `got ${issue.input}` : 'got an empty string';
     case 'invalid_value':
-      // Only transport names are enums; they are not secrets.
+      // Only transport names and sharing policies are enums; they are not secrets.
       return `got ${JSON.stringify(issue.input)}`;
     default:
       return undefined;
@@ -405,6 +425,7 @@ function normalizeEntry(
     headers: keep('headers') ? mapAt('headers') : undefined,
     timeout: entry.timeout,
     oauth: keep('oauth') ? (entry.oauth ?? undefined) : undefined,
+    sharing: entry.sharing,
     includeTools: entry.includeTools,
     excludeTools: entry.excludeTools,
     trust: entry.trust,

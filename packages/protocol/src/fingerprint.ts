@@ -14,8 +14,17 @@ import { ErrorCode, PoolError } from './errors.js';
 /** Per-session fields: never hashed; see {@link sessionFieldsOf}. */
 export const SESSION_FIELDS = Object.freeze(['includeTools', 'excludeTools', 'trust', 'description'] as const);
 
+/**
+ * Fields that split pool entries without being hashed: the pool appends them (resolved) to the
+ * fingerprint when it builds its key. `sharing` decides who may attach to a process, not what
+ * the process is, so the same server keeps one fingerprint (and one cached protocol era, which
+ * the default policy itself depends on) whatever its policy.
+ */
+export const POOL_KEY_FIELDS = Object.freeze(['sharing'] as const);
+
 type SessionField = (typeof SESSION_FIELDS)[number];
-type HashedField = Exclude<keyof ServerConfig, SessionField>;
+type PoolKeyField = (typeof POOL_KEY_FIELDS)[number];
+type HashedField = Exclude<keyof ServerConfig, SessionField | PoolKeyField>;
 
 /** The per-session part of a config. */
 export type SessionConfig = Pick<ServerConfig, SessionField>;

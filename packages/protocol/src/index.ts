@@ -9,11 +9,13 @@ export {
   normalizeServerConfig,
   parseServersDocument,
   serverConfigSchema,
+  SHARING_POLICIES,
 } from './config.js';
-export type { ConfigWarning, OAuthConfig, ServerConfig, TransportKind } from './config.js';
+export type { ConfigWarning, OAuthConfig, ServerConfig, SharingPolicy, TransportKind } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
+  POOL_KEY_FIELDS,
   SESSION_FIELDS,
   connectionIdOf,
   fingerprint,
@@ -56,6 +58,7 @@ export type {
   ProgressInfo,
   RestartOutcome,
   UpstreamNotification,
+  ViewClientInfo,
   ViewEvents,
   ViewOps,
   ViewServerOps,

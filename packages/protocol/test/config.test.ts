@@ -379,3 +379,30 @@ describe('schema', () => {
     expect(KNOWN_CONFIG_FIELDS).toEqual(expect.arrayContaining(['type', 'transport', 'httpUrl', 'oauth', 'disabled']));
   });
 });
+
+describe('sharing', () => {
+  it('reads the policy in mcpServers and VS Code servers alike, and leaves it absent when unset', () => {
+    const claude = parseServersDocument(
+      { mcpServers: { thinking: { command: 'npx', args: ['-y', 'srv'], sharing: 'per-principal' }, plain: { command: 'srv' } } },
+      { env },
+    ).servers;
+    expect(claude.thinking).toEqual({ transport: 'stdio', command: 'npx', args: ['-y', 'srv'], sharing: 'per-principal' });
+    expect(claude.plain).not.toHaveProperty('sharing');
+    const vscode = parseServersDocument(
+      { servers: { a: { type: 'stdio', command: 'srv', sharing: 'per-session' }, b: { type: 'http', url: 'https://x.example.com/mcp', sharing: 'shared' } } },
+      { env },
+    ).servers;
+    expect(vscode.a?.sharing).toBe('per-session');
+    expect(vscode.b?.sharing).toBe('shared');
+  });
+
+  it('rejects an unknown policy with its path and the policies it expected', () => {
+    const error = configErrorOf(() => parseServersDocument({ servers: { memory: { command: 'srv', sharing: 'private' } } }, { file: 'mcp.json', env }));
+    expect(error.message).toBe(
+      'Invalid MCP server config in mcp.json at servers.memory.sharing: expected a sharing policy (shared | per-principal | per-session), got "private"',
+    );
+    expect(error.data.path).toBe('servers.memory.sharing');
+    const typed = configErrorOf(() => normalizeServerConfig({ command: 'srv', sharing: true }, { path: 'mcpServers.m', env }));
+    expect(typed.data.issues).toEqual([{ path: 'mcpServers.m.sharing', expected: 'a sharing policy (shared | per-principal | per-session)', received: 'got true' }]);
+  });
+});

@@ -5,6 +5,7 @@ import { ErrorCode, PoolError } from '../src/errors.js';
 import {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
+  POOL_KEY_FIELDS,
   SESSION_FIELDS,
   connectionIdOf,
   fingerprint,
@@ -35,6 +36,7 @@ const full: Required<ServerConfig> = {
   headers: { Authorization: 'Bearer one', 'X-Team': 'core' },
   timeout: 30_000,
   oauth: { enabled: true, clientId: 'id', scopes: ['read', 'write'] },
+  sharing: 'shared',
   includeTools: ['a'],
   excludeTools: ['b'],
   trust: false,
@@ -53,6 +55,7 @@ const changed: Required<ServerConfig> = {
   headers: { Authorization: 'Bearer two', 'X-Team': 'core' },
   timeout: 60_000,
   oauth: { enabled: true, clientId: 'id', scopes: ['read'] },
+  sharing: 'per-session',
   includeTools: ['c'],
   excludeTools: ['d'],
   trust: true,
@@ -169,10 +172,11 @@ describe('fingerprint', () => {
 });
 
 describe('field classification', () => {
-  const classified = new Set<string>([...HASHED_FIELDS, ...SESSION_FIELDS]);
+  const classes: readonly (readonly string[])[] = [HASHED_FIELDS, SESSION_FIELDS, POOL_KEY_FIELDS];
+  const classified = new Set<string>(classes.flat());
 
-  it('hashes or declares per-session every field, never both', () => {
-    expect(HASHED_FIELDS.filter((field) => (SESSION_FIELDS as readonly string[]).includes(field))).toEqual([]);
+  it('hashes, declares per-session or folds into the pool key every field, each in one class only', () => {
+    expect(classes.flat()).toHaveLength(classified.size);
     expect([...classified].sort()).toEqual(Object.keys(full).sort());
   });
 
@@ -192,6 +196,12 @@ describe('field classification', () => {
 
   it.each(HASHED_FIELDS)('changing hashed field %s changes the key', (field) => {
     expect(fingerprint({ ...full, [field]: changed[field] })).not.toBe(fingerprint(full));
+  });
+
+  // The pool appends these to the fingerprint itself (core's pool tests show they split entries).
+  it.each(POOL_KEY_FIELDS)('changing pool-key field %s keeps the fingerprint', (field) => {
+    expect(fingerprint({ ...full, [field]: changed[field] })).toBe(fingerprint(full));
+    expect(fingerprint({ ...full, [field]: undefined })).toBe(fingerprint(full));
   });
 
   it.each(SESSION_FIELDS)('changing session field %s keeps the key', (field) => {

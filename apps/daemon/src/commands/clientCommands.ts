@@ -65,11 +65,14 @@ export function formatStatus(status: WorkspaceMcpStatus): string {
   const rows = [['SERVER', 'STATUS', 'MCP', 'ENTRIES', 'REFS', 'DETAIL']];
   for (const server of status.servers) {
     const refs = server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0);
-    const detail = server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs}`).join(', ') || (server.lastError ? `${server.lastError.code}: ${server.lastError.message.split('\n')[0]}` : '-');
+    const detail =
+      server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}`).join(', ') ||
+      (server.lastError ? `${server.lastError.code}: ${server.lastError.message.split('\n')[0]}` : '-');
     rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), detail]);
   }
   const b = status.budget;
-  const summary = `budget: ${b.liveCount}/${b.clientBudget} live (${b.budgetMode}, ${b.status}) · sessions: ${status.sessions} · ${status.ready ? 'ready' : 'warming up'}`;
+  const split = Object.entries(b.bySharing ?? {}).filter(([, count]) => count > 0).map(([policy, count]) => `${count} ${policy}`).join(', ');
+  const summary = `budget: ${b.liveCount}/${b.clientBudget} live (${b.budgetMode}, ${b.status})${split === '' ? '' : ` · ${split}`} · sessions: ${status.sessions} · ${status.ready ? 'ready' : 'warming up'}`;
   return `${status.servers.length > 0 ? table(rows) : '(no servers)'}\n${summary}`;
 }
 

@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { ViewClientInfo } from '@mcpool/core';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import { ANONYMOUS_ID, accessOf } from './access.js';
@@ -29,6 +30,11 @@ export interface GatewayOptions {
 
 /** The loopback test principal: `/mcp` only, every server. */
 const ANONYMOUS: Principal = Object.freeze({ id: ANONYMOUS_ID, rights: new Set(['read'] as const) });
+
+/** What a downstream client declared about itself in `initialize` (no log level yet: that comes with `logging/setLevel`). */
+function declaredClient(params: { protocolVersion: string; capabilities: Record<string, unknown>; clientInfo: { name: string; version: string } }): ViewClientInfo {
+  return { protocolVersion: params.protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
+}
 
 /** Methods the endpoint refuses with 405 (GET, POST and DELETE are the transport's). */
 const OTHER_METHODS = ['PUT', 'PATCH', 'HEAD', 'OPTIONS'] as const;
@@ -146,7 +152,7 @@ export class Gateway {
             if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
           },
         },
-        { id: randomUUID(), principalId: principal.id, scope, servers },
+        { id: randomUUID(), principalId: principal.id, scope, servers, client: declaredClient(body.params) },
       );
       await session.acquireAll();
       if (scope !== undefined && !session.servers[0]!.ok) {

@@ -17,7 +17,16 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ErrorCode, PoolError, type CallOptions, type McpTransportPool, type PooledConnection, type ServerConfig, type UpstreamNotification } from '@mcpool/core';
+import {
+  ErrorCode,
+  PoolError,
+  type CallOptions,
+  type McpTransportPool,
+  type PooledConnection,
+  type ServerConfig,
+  type UpstreamNotification,
+  type ViewClientInfo,
+} from '@mcpool/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -69,6 +78,8 @@ export interface GatewaySessionInit {
   /** `/mcp/<server>`: that server only, unprefixed; undefined for the aggregating `/mcp`. */
   scope: string | undefined;
   servers: readonly string[];
+  /** What the downstream client declared in its `initialize`; each view carries it upstream. */
+  client?: ViewClientInfo | undefined;
 }
 
 interface Slot {
@@ -88,6 +99,7 @@ export class GatewaySession {
   readonly poolSessionId: string;
   readonly principalId: string;
   readonly scope: string | undefined;
+  readonly #client: ViewClientInfo | undefined;
   /** Last time a request arrived or ended. */
   lastSeen = Date.now();
   /** HTTP requests under way, GET streams included: a session with any is never reaped. */
@@ -109,6 +121,7 @@ export class GatewaySession {
     this.poolSessionId = `mcp:${init.id}`;
     this.principalId = init.principalId;
     this.scope = init.scope;
+    this.#client = init.client;
     this.#logger = deps.logger;
     for (const name of [...init.servers].sort()) {
       this.#slots.set(name, { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, inflight: [], detach: [] });
@@ -217,7 +230,11 @@ export class GatewaySession {
       try {
         const config = this.#deps.config(slot.name);
         if (config === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
-        const view = await this.#deps.pool.acquire(slot.name, config, this.poolSessionId);
+        // The principal is the token's client id: a per-principal server is shared by its sessions only.
+        const view = await this.#deps.pool.acquire(slot.name, config, this.poolSessionId, {
+          principal: this.principalId,
+          ...(this.#client === undefined ? {} : { client: this.#client }),
+        });
         await view.ready;
         if (this.closed) {
           // releaseSession may have run before this view was indexed: give it back here too.

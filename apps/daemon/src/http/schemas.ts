@@ -57,6 +57,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
 
 const entryStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed']);
 const budgetMode = z.enum(['enforce', 'warn', 'off']);
+const sharingPolicy = z.enum(['shared', 'per-principal', 'per-session']);
 const plainError = z.object({ code: z.string(), message: z.string() });
 
 export const errorBodySchema = z.object({ statusCode: z.number().int(), code: z.string(), error: z.string(), message: z.string() });
@@ -71,7 +72,9 @@ export const workspaceMcpSchema = z.object({
       status: entryStatus,
       mcpStatus: z.enum(['connected', 'connecting', 'disconnected']),
       entryCount: z.number().int(),
-      entrySummary: z.array(z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus }).strict()),
+      entrySummary: z.array(
+        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional() }).strict(),
+      ),
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
       lastError: plainError.optional(),
@@ -84,6 +87,7 @@ export const workspaceMcpSchema = z.object({
     clientBudget: z.number().int(),
     budgetMode,
     status: z.enum(['ok', 'warning', 'exhausted', 'off']),
+    bySharing: z.object({ shared: z.number().int(), 'per-principal': z.number().int(), 'per-session': z.number().int() }).strict(),
   }).strict(),
   sessions: z.number().int(),
 }).strict();
