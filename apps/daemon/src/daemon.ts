@@ -74,7 +74,7 @@ export interface DaemonOptions {
 interface SessionSlot {
   injected: boolean;
   view?: PooledConnection;
-  error?: { code: string; message: string };
+  error?: { code: ErrorCode; message: string };
 }
 
 interface DaemonSession {
@@ -104,7 +104,7 @@ export class Daemon {
   #config: LoadedConfig;
   readonly #sessions = new Map<string, DaemonSession>();
   readonly #warm = new Map<string, PooledConnection>();
-  readonly #warmErrors = new Map<string, { code: string; message: string }>();
+  readonly #warmErrors = new Map<string, { code: ErrorCode; message: string }>();
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
   readonly #streams = new Set<() => void>();
   readonly #entries = new Map<string, { server: string; entryIndex: number; status: EntryStatus }>();
@@ -626,7 +626,7 @@ export function diffServers(
   return { added, removed, changed, unchanged };
 }
 
-function toPlainError(error: unknown): { code: string; message: string } {
+function toPlainError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof PoolError) return { code: error.code, message: error.message };
   return { code: ErrorCode.INTERNAL, message: error instanceof Error ? error.message : String(error) };
 }

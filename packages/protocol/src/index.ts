@@ -22,7 +22,9 @@ export {
   sessionFieldsOf,
 } from './fingerprint.js';
 export type { ConnectionId } from './fingerprint.js';
-export { ErrorCode, MCPCallInterruptedError, PoolError, errorFromWire, errorToWire, hasCode } from './errors.js';
+export { MCPCallInterruptedError, PoolError, errorFromWire, errorToWire, hasCode } from './errors.js';
+export { ErrorCode, HTTP_STATUS, JSON_RPC_CODE, JsonRpcCode, httpStatusOf, isErrorCode, jsonRpcCodeOf } from './errorCodes.js';
+export type { ClientErrorCode } from './errorCodes.js';
 export type { CallInterruptedData, PoolErrorOptions, WireError } from './errors.js';
 export { isWorkspaceScopedBudgetEvent } from './events.js';
 export type {
