@@ -7,10 +7,11 @@ export {
   KNOWN_CONFIG_FIELDS,
   interpolate,
   normalizeServerConfig,
+  parseConfigText,
   parseServersDocument,
   serverConfigSchema,
 } from './config.js';
-export type { ConfigWarning, OAuthConfig, ServerConfig, TransportKind } from './config.js';
+export type { ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ServerConfig, TransportKind } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
