@@ -76,7 +76,7 @@ export interface DaemonOptions {
 interface SessionSlot {
   injected: boolean;
   view?: PooledConnection;
-  error?: { code: string; message: string };
+  error?: { code: ErrorCode; message: string };
 }
 
 interface DaemonSession {
@@ -106,7 +106,7 @@ export class Daemon {
   #config: LoadedConfig;
   readonly #sessions = new Map<string, DaemonSession>();
   readonly #warm = new Map<string, PooledConnection>();
-  readonly #warmErrors = new Map<string, { code: string; message: string }>();
+  readonly #warmErrors = new Map<string, { code: ErrorCode; message: string }>();
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
   readonly #streams = new Set<() => void>();
   readonly #entries = new Map<string, { server: string; entryIndex: number; status: EntryStatus }>();
@@ -649,7 +649,7 @@ export function daemonDefaultSharing(info: SharingDefaultInfo): SharingPolicy {
   return info.fingerprintEra === 'modern' ? 'shared' : 'per-principal';
 }
 
-function toPlainError(error: unknown): { code: string; message: string } {
+function toPlainError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof PoolError) return { code: error.code, message: error.message };
   return { code: ErrorCode.INTERNAL, message: error instanceof Error ? error.message : String(error) };
 }

@@ -53,6 +53,18 @@ describe('mcpool config check', () => {
     expect(err).toContain('mcpServers.echo.args[0]');
     expect((await run(['config', 'check', 'missing.json'])).code).toBe(2);
   });
+
+  it('accepts a VS Code mcp.json with comments and trailing commas; ${input:…} is named', async () => {
+    writeFileSync(join(dir, 'vscode.json'), '// VS Code allows comments in mcp.json\n{\n  "servers": {\n    "fetch": { "command": "uvx", "args": ["mcp-server-fetch",], },\n  },\n}\n');
+    const good = await run(['config', 'check', 'vscode.json']);
+    expect(good.code).toBe(0);
+    expect(good.out).toContain('servers: fetch (stdio)');
+    writeFileSync(join(dir, 'inputs.json'), '{ "servers": { "m": { "command": "npx", "env": { "F": "${input:memfile}" } } } }');
+    const bad = await run(['config', 'check', 'inputs.json']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('servers.m.env.F: expected a value mcpool can resolve');
+    expect(bad.err).toContain('got ${input:memfile}');
+  });
 });
 
 describe('client commands', () => {

@@ -149,3 +149,98 @@ describe('loadConfig', () => {
     expect(config.settings).toEqual(DEFAULT_SETTINGS);
   });
 });
+
+/** A `.vscode/mcp.json` as VS Code writes and users edit it: comments, trailing commas, inputs, variables. */
+const VSCODE_MCP_JSON = `// VS Code allows comments in mcp.json
+{
+  "inputs": [
+    // asked once, stored by VS Code
+    { "type": "promptString", "id": "api-key", "description": "API key", "password": true },
+  ],
+  "servers": {
+    /* a local server, run from the workspace */
+    "memory": {
+      "type": "stdio",
+      "command": "node",
+      "args": ["\${workspaceFolder}/tools/memory.mjs", "--cache", "\${userHome}\${/}.cache",],
+      "env": { "MEMORY_FILE_PATH": "\${workspaceFolder}/.memory.json", "TOKEN": "\${env:MY_TOKEN}" },
+      "envFile": "\${workspaceFolder}/.env", // VS Code only: ignored with a warning
+    },
+    "remote-everything": { "type": "http", "url": "https://mcp.example.com/mcp", },
+  },
+}
+`;
+
+/** A user `settings.json`: other settings around `mcp.servers`, line and block comments, trailing commas. */
+const VSCODE_SETTINGS_JSON = `{
+  // editor settings first
+  "editor.fontSize": 14,
+  "files.exclude": { "**/.git": true, },
+  /*
+   * MCP servers for every workspace
+   */
+  "mcp": {
+    "servers": {
+      "fetch": { "command": "uvx", "args": ["mcp-server-fetch"], },
+    },
+  },
+  "workbench.colorTheme": "Default Dark Modern",
+}
+`;
+
+describe('VS Code files (JSONC and variables)', () => {
+  it('loads a .vscode/mcp.json with comments and trailing commas; ${workspaceFolder} is the folder holding .vscode', async () => {
+    const workspace = tempDir();
+    mkdirSync(join(workspace, '.vscode'));
+    const path = join(workspace, '.vscode', 'mcp.json');
+    writeFileSync(path, VSCODE_MCP_JSON);
+    const config = await loadConfig({ kind: 'file', path, origin: 'cwd' }, { HOME: '/home/me', MY_TOKEN: 't-1' });
+    expect(config.servers.memory).toEqual({
+      transport: 'stdio',
+      command: 'node',
+      args: [`${workspace}/tools/memory.mjs`, '--cache', '/home/me/.cache'],
+      env: { MEMORY_FILE_PATH: `${workspace}/.memory.json`, TOKEN: 't-1' },
+    });
+    expect(config.servers['remote-everything']).toEqual({ transport: 'http', url: 'https://mcp.example.com/mcp' });
+    expect(config.warnings.map((warning) => warning.path)).toEqual(['servers.memory.envFile']);
+  });
+
+  it('any other file: ${workspaceFolder} is the folder it is in', async () => {
+    const dir = tempDir();
+    const path = join(dir, '.mcp.json');
+    writeFileSync(path, '{ "mcpServers": { "a": { "command": "node", "cwd": "${workspaceFolder}", }, }, }');
+    expect((await loadConfig({ kind: 'file', path, origin: 'cwd' }, {})).servers.a?.cwd).toBe(dir);
+  });
+
+  it('loads a user settings.json with comments and trailing commas (mcp.servers among other settings)', async () => {
+    const path = join(tempDir(), 'settings.json');
+    writeFileSync(path, VSCODE_SETTINGS_JSON);
+    const config = await loadConfig({ kind: 'file', path, origin: 'flag' }, {});
+    expect(config.servers).toEqual({ fetch: { transport: 'stdio', command: 'uvx', args: ['mcp-server-fetch'] } });
+  });
+
+  it('${input:…} is an error naming the input, the file and the path', async () => {
+    const path = join(tempDir(), 'mcp.json');
+    writeFileSync(path, '{\n  // prompts in VS Code\n  "servers": { "memory": { "command": "npx", "env": { "MEMORY_FILE_PATH": "${input:memfile}" } } }\n}');
+    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toContain(path);
+    expect(error.message).toContain('servers.memory.env.MEMORY_FILE_PATH');
+    expect(error.message).toContain('got ${input:memfile}');
+  });
+
+  it('a typo in a server field fails the file naming the field and the known one', async () => {
+    const path = join(tempDir(), 'mcp.json');
+    writeFileSync(path, '{ "servers": { "gh": { "comand": "npx", "args": [] }, "fs": { "command": "npx", "arg": ["-y"] } } }');
+    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    expect(error.message).toContain('servers.gh.comand: expected a known field (did you mean "command"?), got unknown field "comand"');
+    expect(error.message).toContain('servers.fs.arg: expected a known field (did you mean "args"?), got unknown field "arg"');
+  });
+
+  it('a JSONC syntax error names the file, line and column', async () => {
+    const path = join(tempDir(), 'mcp.json');
+    writeFileSync(path, '// c\n{\n  "servers": {\n    "a": { "command": "x" }\n    "b": { "command": "y" }\n  }\n}');
+    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    expect(error.message).toBe(`Invalid MCP server config in ${path} at (root): expected a JSON document (comments and trailing commas are fine), got invalid JSON at line 5, column 5: no "," between two items`);
+  });
+});

@@ -97,8 +97,8 @@ describe('aggregation and pass-through', () => {
     expect(thrown).toBeInstanceOf(McpError);
     expect((thrown as McpError).code).toBe(-32603);
     // The fixture throws an McpError, whose message already carries the SDK's prefix on the wire;
-    // the gateway passes that message on as the server sent it (the client adds its own prefix).
-    expect((thrown as McpError).message).toBe('MCP error -32603: MCP error -32603: fixture tool threw on purpose');
+    // the gateway takes every such prefix off, so the client shows its own once.
+    expect((thrown as McpError).message).toBe('MCP error -32603: fixture tool threw on purpose');
     const unknown = await client.callTool({ name: 'nosuch__tool', arguments: {} }).catch((error: unknown) => error);
     expect((unknown as McpError).code).toBe(-32602);
   });

@@ -33,6 +33,12 @@ describe('naming', () => {
     expect(templateMatches('db://rows{?limit,offset}', 'db://rows')).toBe(true);
     expect(templateMatches('a.b://x{', 'a.b://x')).toBe(false);
     expect(templateMatches('a.b://{x}', 'aXb://y')).toBe(false);
+    // What the SDK's UriTemplate adds: all query variables in any order, prefixed segments, no query on a plain template.
+    expect(templateMatches('db://rows{?limit,offset}', 'db://rows?limit=5&offset=2')).toBe(true);
+    expect(templateMatches('x://{a}{?q}', 'x://v?q=1')).toBe(true);
+    expect(templateMatches('x://{/seg}', 'x:///a')).toBe(true);
+    expect(templateMatches('test://template/{id}/data', 'test://template/1/data?x=1')).toBe(false);
+    expect(templateMatches('file:///{+path}', `file:///${'a'.repeat(2_000_000)}`)).toBe(false);
   });
 });
 

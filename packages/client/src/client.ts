@@ -2,7 +2,7 @@
  * `McpoolClient`: one method per route of the daemon's REST control API, on `fetch` only (no
  * Node-only import), so an IDE webview can use it as well as a CLI.
  */
-import { McpoolHttpError, McpoolRequestError, errorFromResponse } from './errors.js';
+import { ErrorCode, McpoolHttpError, McpoolRequestError, errorFromResponse } from './errors.js';
 import { SseParser } from './sse.js';
 import type {
   CapabilitiesResponse,
@@ -183,7 +183,7 @@ export class McpoolClient {
     try {
       return (await response.json()) as T;
     } catch (error) {
-      throw new McpoolRequestError('MCPOOL_BAD_RESPONSE', `${method} ${path}: the answer is not JSON`, { cause: error });
+      throw new McpoolRequestError(ErrorCode.BAD_RESPONSE, `${method} ${path}: the answer is not JSON`, { cause: error });
     }
   }
 
@@ -202,9 +202,9 @@ export class McpoolClient {
     try {
       response = await this.#fetch(this.baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
     } catch (error) {
-      if (options?.signal?.aborted) throw new McpoolRequestError('MCPOOL_REQUEST_ABORTED', `${method} ${path} was aborted`, { cause: error });
-      if (timeout.aborted) throw new McpoolRequestError('MCPOOL_REQUEST_TIMEOUT', `${method} ${path} got no answer within ${this.#timeoutMs} ms`, { cause: error });
-      throw new McpoolRequestError('MCPOOL_UNREACHABLE', `cannot reach the mcpool daemon at ${this.baseUrl}: ${(error as Error).message}`, { cause: error });
+      if (options?.signal?.aborted) throw new McpoolRequestError(ErrorCode.REQUEST_ABORTED, `${method} ${path} was aborted`, { cause: error });
+      if (timeout.aborted) throw new McpoolRequestError(ErrorCode.REQUEST_TIMEOUT, `${method} ${path} got no answer within ${this.#timeoutMs} ms`, { cause: error });
+      throw new McpoolRequestError(ErrorCode.UNREACHABLE, `cannot reach the mcpool daemon at ${this.baseUrl}: ${(error as Error).message}`, { cause: error });
     }
     if (!response.ok && !alsoOk(response.status)) throw await httpError(response);
     return response;
@@ -294,7 +294,7 @@ class DaemonEventStream implements EventStream {
           if (response.status < 500) throw error;
           lastError = error;
         } else if (response.body === null) {
-          lastError = new McpoolRequestError('MCPOOL_BAD_RESPONSE', 'the event stream has no body');
+          lastError = new McpoolRequestError(ErrorCode.BAD_RESPONSE, 'the event stream has no body');
         } else {
           this.#options.onOpen?.();
           const queue: DaemonEvent[] = [];
@@ -336,8 +336,8 @@ class DaemonEventStream implements EventStream {
         if (stop.aborted) return;
         if (error instanceof McpoolHttpError) throw error;
         lastError = connection.signal.aborted
-          ? new McpoolRequestError('MCPOOL_REQUEST_TIMEOUT', `the event stream was silent for ${idleTimeoutMs} ms`, { cause: error })
-          : new McpoolRequestError('MCPOOL_UNREACHABLE', `the event stream failed: ${(error as Error).message}`, { cause: error });
+          ? new McpoolRequestError(ErrorCode.REQUEST_TIMEOUT, `the event stream was silent for ${idleTimeoutMs} ms`, { cause: error })
+          : new McpoolRequestError(ErrorCode.UNREACHABLE, `the event stream failed: ${(error as Error).message}`, { cause: error });
       } finally {
         clearTimeout(idleTimer);
         stop.removeEventListener('abort', onStop);

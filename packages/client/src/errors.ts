@@ -3,13 +3,20 @@
  * carrying the daemon's `{statusCode, code, error, message}` body; a request that never got an
  * answer (connection refused, timeout, abort) becomes a {@link McpoolRequestError}.
  */
+import { ErrorCode, type ClientErrorCode } from '@mcpool/protocol/errorCodes';
 import type { ErrorBody } from './types.js';
 
-/** The daemon answered with an error status. `code` is the daemon's stable `MCPOOL_…` code. */
+export { ErrorCode };
+export type { ClientErrorCode };
+
+/**
+ * The daemon answered with an error status. `code` is the daemon's stable `MCPOOL_…` code (one of
+ * {@link ErrorCode}; a newer daemon may send one this version does not list).
+ */
 export class McpoolHttpError extends Error {
   override name = 'McpoolHttpError';
   readonly statusCode: number;
-  readonly code: string;
+  readonly code: ErrorCode | (string & {});
   /** The HTTP reason phrase. */
   readonly error: string;
 
@@ -25,9 +32,9 @@ export class McpoolHttpError extends Error {
 export class McpoolRequestError extends Error {
   override name = 'McpoolRequestError';
   /** `MCPOOL_UNREACHABLE`, `MCPOOL_REQUEST_TIMEOUT`, `MCPOOL_REQUEST_ABORTED` or `MCPOOL_BAD_RESPONSE`. */
-  readonly code: string;
+  readonly code: Exclude<ClientErrorCode, typeof ErrorCode.HTTP_ERROR>;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: Exclude<ClientErrorCode, typeof ErrorCode.HTTP_ERROR>, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
   }
@@ -41,5 +48,5 @@ export function errorFromResponse(status: number, statusText: string, body: unkn
       return new McpoolHttpError({ statusCode: status, code: b.code, error: typeof b.error === 'string' ? b.error : statusText, message: b.message });
     }
   }
-  return new McpoolHttpError({ statusCode: status, code: 'MCPOOL_HTTP_ERROR', error: statusText, message: `HTTP ${status} ${statusText}` });
+  return new McpoolHttpError({ statusCode: status, code: ErrorCode.HTTP_ERROR, error: statusText, message: `HTTP ${status} ${statusText}` });
 }

@@ -1,11 +1,13 @@
 /**
  * Everything here is public: the typed client of the mcpool daemon's REST control API and its
  * event stream. It runs on `fetch` alone — no Node-only import anywhere under this entry (a test
- * guards it) — so a browser or an IDE webview can load it.
+ * guards it) — so a browser or an IDE webview can load it. Its only run-time imports are plain,
+ * browser-safe modules: the error-code table and `eventsource-parser`.
  */
 export { McpoolClient, isRestartEntries } from './client.js';
 export type { EventStream, EventStreamOptions, McpoolClientOptions, RequestOptions } from './client.js';
-export { McpoolHttpError, McpoolRequestError } from './errors.js';
+export { ErrorCode, McpoolHttpError, McpoolRequestError } from './errors.js';
+export type { ClientErrorCode } from './errors.js';
 export {
   INITIAL_SESSION_VIEW_STATE,
   isWorkspaceScopedBudgetEvent,

@@ -1,7 +1,7 @@
 /**
  * `@mcpool/client`'s root entry must load where there is no Node (a browser, an IDE webview):
- * 1. the built module graph from `dist/index.js` imports no Node built-in and no package at run
- *    time (type-only imports of `@mcpool/protocol` vanish at build);
+ * 1. the built module graph from `dist/index.js` imports no Node built-in, and no package at run
+ *    time but the browser-safe ones listed here (the plain-data error-code table, the SSE parser);
  * 2. the built entry really loads, and works, in a Node whose built-in modules cannot be imported.
  */
 import { describe, expect, it } from 'vitest';
@@ -13,6 +13,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+/** Packages the root entry may import at run time: no Node built-in anywhere in them (test 2 loads them). */
+const BROWSER_SAFE = new Set(['@mcpool/protocol/errorCodes', 'eventsource-parser']);
 const entry = join(dist, 'index.js');
 
 /** Every runtime import specifier of a built ES module (static, dynamic and re-exports). */
@@ -22,7 +24,7 @@ function runtimeImports(file: string): string[] {
 }
 
 describe('@mcpool/client root entry', () => {
-  it('has a module graph with no Node built-in and no run-time package import', () => {
+  it('has a module graph with no Node built-in and no run-time package import but the browser-safe ones', () => {
     expect(existsSync(entry)).toBe(true);
     const seen = new Set<string>();
     const bare: string[] = [];
@@ -33,7 +35,7 @@ describe('@mcpool/client root entry', () => {
       seen.add(file);
       for (const specifier of runtimeImports(file)) {
         if (specifier.startsWith('.')) queue.push(resolve(dirname(file), specifier));
-        else bare.push(`${file.slice(dist.length)} imports ${specifier}`);
+        else if (!BROWSER_SAFE.has(specifier)) bare.push(`${file.slice(dist.length)} imports ${specifier}`);
       }
     }
     expect(seen.size).toBeGreaterThan(3);
@@ -61,16 +63,23 @@ let blockedWorks = false;
 try { await import('node:fs'); } catch { blockedWorks = true; }
 const c = new client.McpoolClient({ token: 'x', baseUrl: 'http://127.0.0.1:1' });
 const state = client.reduceSessionViewState(client.INITIAL_SESSION_VIEW_STATE, { type: 'mcp_budget_warning', scope: 'workspace' });
-console.log(JSON.stringify({ blockedWorks, baseUrl: c.baseUrl, count: state.mcpBudgetWarningCount, exports: Object.keys(client).sort() }));
+const frames = [];
+const sse = new client.SseParser({ onMessage: (m) => frames.push(m) });
+sse.push('id: 1\\ndata: {"ok":true}\\n\\n');
+console.log(JSON.stringify({ blockedWorks, baseUrl: c.baseUrl, count: state.mcpBudgetWarningCount, code: client.ErrorCode.UNREACHABLE, frames, exports: Object.keys(client).sort() }));
 `,
       );
       const out = execFileSync(process.execPath, ['--import', pathToFileURL(join(dir, 'register.mjs')).href, join(dir, 'probe.mjs')], { encoding: 'utf8' });
-      const result = JSON.parse(out.trim().split('\n').at(-1)!) as { blockedWorks: boolean; baseUrl: string; count: number; exports: string[] };
+      const result = JSON.parse(out.trim().split('\n').at(-1)!) as { blockedWorks: boolean; baseUrl: string; count: number; code: string; frames: unknown[]; exports: string[] };
       expect(result.blockedWorks).toBe(true);
       expect(result.baseUrl).toBe('http://127.0.0.1:1');
       expect(result.count).toBe(1);
+      // The run-time packages it imports (the error table, the SSE parser) load without Node too.
+      expect(result.code).toBe('MCPOOL_UNREACHABLE');
+      expect(result.frames).toEqual([{ event: 'message', data: '{"ok":true}', lastEventId: '1', hasId: true }]);
       // The public runtime surface, pinned.
       expect(result.exports).toEqual([
+        'ErrorCode',
         'INITIAL_SESSION_VIEW_STATE',
         'McpoolClient',
         'McpoolHttpError',

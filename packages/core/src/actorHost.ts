@@ -13,7 +13,7 @@
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
-import { isSameProcess, signalTracked, snapshotTree, startTimeOf } from '@mcpool/protocol/processTree';
+import { isSameProcess, processExists, signalTracked, snapshotTree, startTimeOf } from '@mcpool/protocol/processTree';
 import { ErrorCode, PoolError, RpcChannel, type RpcRequestOptions } from '@mcpool/protocol';
 
 export interface ActorHostOptions {
@@ -147,7 +147,7 @@ export class ActorHandle {
     // Done when every killed process is gone (a zombie counts as gone) and, while the thread
     // lives, its loop has reaped the roots. Bounded: a loaded machine can take a while to reap.
     const done = (): boolean =>
-      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(reap && this.alive && groups.some(([pgid]) => pidExists(pgid)));
+      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(reap && this.alive && groups.some(([pgid]) => processExists(pgid)));
     for (let i = 0; i < 300 && !done(); i++) await delay(10);
   }
 }
@@ -157,20 +157,11 @@ export class ActorHandle {
  * process with the leader's pid exists and started at another time (the pid was recycled).
  */
 function leaderUnchanged(pgid: number, startTime: string | undefined): boolean {
-  if (!pidExists(pgid)) return true;
+  if (!processExists(pgid)) return true;
   const now = startTimeOf(pgid);
   return startTime === undefined || now === undefined || now === startTime;
 }
 
-/** True until the pid is reaped (a zombie still exists). */
-function pidExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class ActorHost {
   readonly #workerPath: string;

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { commandOf, startTimeOf } from '@mcpool/protocol/processTree';
+import { commandOf, processExists, startTimeOf } from '@mcpool/protocol/processTree';
 
 interface GroupRecord {
   pgid: number;
@@ -129,11 +129,7 @@ export class GroupLedger {
 
 function ownerAlive(ledger: LedgerFile): boolean {
   if (ledger.ownerPid === process.pid) return true;
-  try {
-    process.kill(ledger.ownerPid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
+  if (!processExists(ledger.ownerPid)) return false;
   return ledger.ownerStartTime === undefined || startTimeOf(ledger.ownerPid) === ledger.ownerStartTime;
 }
 

@@ -3,14 +3,18 @@
  *
  * Accepted inputs: the `mcpServers` map of Claude Desktop / Claude Code / Cursor / Gemini CLI /
  * Qwen Code, VS Code's `servers` map (`.vscode/mcp.json`) and `mcp.servers` (VS Code
- * `settings.json`). Parsing is all-or-nothing: every problem in a document is collected into one
- * {@link ConfigError}, and no half-parsed map is ever returned. Fields we do not know (real files
- * carry `autoApprove`, `alwaysAllow`, `envFile`, ...) are dropped with a warning, never an error.
+ * `settings.json`). Files are JSONC, as VS Code reads them: comments and trailing commas are
+ * fine ({@link parseConfigText}). Parsing is all-or-nothing: every problem in a document is
+ * collected into one {@link ConfigError}, and no half-parsed map is ever returned. Fields we do
+ * not know (real files carry `autoApprove`, `alwaysAllow`, `envFile`, ...) are dropped with a
+ * warning; an unknown field one typo away from a known one (`comand`, `arg`) is an error naming
+ * the field it is probably meant to be, since ignoring it would run the server without it.
  *
  * Error and warning paths use one format: JavaScript accessor syntax rooted at the document,
  * e.g. `mcpServers.github.args[1]` or `mcpServers["my server"].env.TOKEN`. Messages never echo
  * values (env values, headers and URLs carry secrets); they name types, schemes and variables.
  */
+import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { z } from 'zod';
 import { ErrorCode, PoolError } from './errors.js';
 
@@ -253,31 +257,141 @@ function issueFromZod(issue: z.core.$ZodIssue, base: string): ConfigIssue {
   };
 }
 
-const VARIABLE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/**
+ * Values of the variables VS Code predefines, as far as they mean something outside VS Code.
+ * `${workspaceFolder}` and `${userHome}` are errors when unknown here, never left as written.
+ */
+export interface ConfigVariables {
+  /** `${workspaceFolder}`: the workspace a `.vscode/mcp.json` belongs to. @default unknown (an error where used) */
+  workspaceFolder?: string;
+  /** `${userHome}`. @default `HOME` (else `USERPROFILE`) of the variables in use */
+  userHome?: string;
+}
+
+const VARIABLE = /\$\{([^${}]*)\}/g;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** VS Code's variables that only VS Code can resolve (it prompts, runs a command, reads its settings). */
+const VSCODE_ONLY = /^(input|command|config):(.*)$/s;
+
+function basename(path: string): string {
+  const trimmed = path.replace(/[\\/]+$/, '');
+  return trimmed.slice(Math.max(trimmed.lastIndexOf('/'), trimmed.lastIndexOf('\\')) + 1);
+}
 
 /**
- * Replaces `${VAR}` and `${env:VAR}` in `value` with `env[VAR]` (an empty string is a value).
- * Other `${...}` forms, such as VS Code's `${input:id}`, are left as written; replacements are
- * not scanned again. There is no escape syntax.
+ * Replaces, in `value`, VS Code's variables `${workspaceFolder}`, `${workspaceFolderBasename}`,
+ * `${userHome}`, `${pathSeparator}` and `${/}`, and the environment variables `${env:VAR}` and
+ * `${VAR}` (from `env`; an empty string is a value). VS Code's `${input:id}`, `${command:id}` and
+ * `${config:name}` are errors naming them (VS Code prompts or runs something; mcpool cannot).
+ * Any other `${...}` is left as written (a shell in `args` may want it); replacements are not
+ * scanned again. There is no escape syntax.
  *
  * @param path JSON path of `value`, used in the error.
- * @throws ConfigError naming each unset variable and `path`.
+ * @throws ConfigError naming each variable that cannot be resolved, and `path`.
  */
-export function interpolate(value: string, env: Record<string, string | undefined>, path: string): string {
-  const unset: string[] = [];
-  const result = value.replace(VARIABLE, (match, name: string) => {
-    // hasOwn: a plain-object env must not resolve `${constructor}` from its prototype.
-    const resolved = Object.hasOwn(env, name) ? env[name] : undefined;
-    if (resolved !== undefined) return resolved;
-    unset.push(name);
-    return match;
+export function interpolate(value: string, env: Record<string, string | undefined>, path: string, variables: ConfigVariables = {}): string {
+  const issues: ConfigIssue[] = [];
+  // hasOwn: a plain-object env must not resolve `${constructor}` from its prototype.
+  const envValue = (name: string): string | undefined => (Object.hasOwn(env, name) ? env[name] : undefined);
+  const known = (name: string, resolved: string | undefined, what: string): string | undefined => {
+    if (resolved === undefined) issues.push({ path, expected: `\${${name}} to be known (${what})`, received: 'got none' });
+    return resolved;
+  };
+  const result = value.replace(VARIABLE, (match, body: string) => {
+    let resolved: string | undefined;
+    const vscodeOnly = VSCODE_ONLY.exec(body);
+    if (vscodeOnly) {
+      const hint = vscodeOnly[1] === 'input' ? 'VS Code asks the user for inputs' : `VS Code resolves ${vscodeOnly[1]}: variables itself`;
+      issues.push({ path, expected: `a value mcpool can resolve (${hint}; write the value, or use \${env:NAME})`, received: `got \${${body}}` });
+      return match;
+    }
+    if (body === 'workspaceFolder') resolved = known(body, variables.workspaceFolder, 'the folder holding .vscode, or the config file’s folder');
+    else if (body === 'workspaceFolderBasename') resolved = known(body, variables.workspaceFolder === undefined ? undefined : basename(variables.workspaceFolder), 'the last part of the workspace folder');
+    else if (body === 'userHome') resolved = known(body, variables.userHome ?? envValue('HOME') ?? envValue('USERPROFILE'), 'the user’s home folder');
+    else if (body === 'pathSeparator' || body === '/') resolved = process.platform === 'win32' ? '\\' : '/';
+    else {
+      const name = body.startsWith('env:') ? body.slice(4) : body;
+      if (!ENV_NAME.test(name)) return match;
+      resolved = envValue(name);
+      if (resolved === undefined) issues.push({ path, expected: `environment variable ${name} to be set`, received: 'got unset' });
+    }
+    return resolved ?? match;
   });
-  if (unset.length > 0) {
-    throw new ConfigError(
-      unset.map((name) => ({ path, expected: `environment variable ${name} to be set`, received: 'got unset' })),
-    );
-  }
+  if (issues.length > 0) throw new ConfigError(issues);
   return result;
+}
+
+/** Phrases for jsonc-parser's error codes; none quotes the text (it may hold secrets). */
+const SYNTAX_PROBLEMS: Readonly<Record<string, string>> = {
+  InvalidSymbol: 'an unexpected character',
+  InvalidNumberFormat: 'a malformed number',
+  PropertyNameExpected: 'no property name where one was expected',
+  ValueExpected: 'no value where one was expected',
+  ColonExpected: 'no ":" after a property name',
+  CommaExpected: 'no "," between two items',
+  CloseBraceExpected: 'an object that is not closed with "}"',
+  CloseBracketExpected: 'an array that is not closed with "]"',
+  EndOfFileExpected: 'more text after the end of the document',
+  InvalidCommentToken: 'a malformed comment',
+  UnexpectedEndOfComment: 'a comment that is not closed',
+  UnexpectedEndOfString: 'a string that is not closed',
+  UnexpectedEndOfNumber: 'a number cut short',
+  InvalidUnicode: 'a malformed \\u escape',
+  InvalidEscapeCharacter: 'a malformed escape',
+  InvalidCharacter: 'a control character inside a string',
+};
+
+/**
+ * Reads the text of a config file as JSONC, as VS Code does: `//` and `/* *\/` comments and
+ * trailing commas are accepted. A syntax error names the file, line and column (1-based) and
+ * what is wrong there, never the text around it.
+ *
+ * @throws ConfigError (path `(root)`) for a syntax error or an empty file.
+ */
+export function parseConfigText(text: string, file?: string): unknown {
+  const errors: ParseError[] = [];
+  const doc: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
+  const first = errors[0];
+  if (first === undefined) return doc;
+  const { line, column } = lineAndColumn(text, first.offset);
+  const what = SYNTAX_PROBLEMS[printParseErrorCode(first.error)];
+  const problem = text.trim() === '' ? 'got an empty file' : `got invalid JSON at line ${line}, column ${column}${what === undefined ? '' : `: ${what}`}`;
+  throw new ConfigError([{ path: '', expected: 'a JSON document (comments and trailing commas are fine)', received: problem }], file);
+}
+
+function lineAndColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const lines = before.split(/\r\n|\r|\n/);
+  return { line: lines.length, column: lines.at(-1)!.length + 1 };
+}
+
+/** Edit distance (insert, delete, substitute, swap two neighbours), case-insensitive. */
+function typoDistance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  const d: number[][] = Array.from({ length: x.length + 1 }, (_, i) => Array.from({ length: y.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= x.length; i++) {
+    for (let j = 1; j <= y.length; j++) {
+      const cost = x[i - 1] === y[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && x[i - 1] === y[j - 2] && x[i - 2] === y[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[x.length]![y.length]!;
+}
+
+/**
+ * The known field `key` is probably a typo of: one edit away (two for names longer than four
+ * letters). Farther names are other clients' fields (`envFile`, `dev`, `autoApprove`), not typos.
+ */
+function nearestField(key: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = typoDistance(key, name);
+    if (best === undefined || distance < best.distance) best = { name, distance };
+  }
+  const limit = key.length <= 4 ? 1 : 2;
+  return best !== undefined && best.distance <= limit ? best.name : undefined;
 }
 
 /**
@@ -343,9 +457,20 @@ function checkUrl(value: string, transport: TransportKind, path: string, found: 
   if (!allowed.includes(protocol)) found.issues.push({ path, expected, received: `got scheme "${protocol}"` });
 }
 
-function warnUnknown(raw: Record<string, unknown>, known: readonly string[], path: string, found: Findings): void {
+/**
+ * Unknown fields: a likely typo of a known one is an issue naming that field (`typos: 'error'`,
+ * for server entries) or a warning saying it; any other unknown field is a warning.
+ */
+function checkUnknown(raw: Record<string, unknown>, known: readonly string[], path: string, found: Findings, typos: 'error' | 'warning'): void {
   for (const key of Object.keys(raw)) {
-    if (!known.includes(key)) found.warnings.push({ path: childPath(path, key), message: `unknown field "${key}" ignored` });
+    if (known.includes(key)) continue;
+    const nearest = nearestField(key, known);
+    if (nearest !== undefined && typos === 'error') {
+      found.issues.push({ path: childPath(path, key), expected: `a known field (did you mean "${nearest}"?)`, received: `got unknown field "${key}"` });
+    } else {
+      const hint = nearest === undefined ? '' : ` (did you mean "${nearest}"?)`;
+      found.warnings.push({ path: childPath(path, key), message: `unknown field "${key}" ignored${hint}` });
+    }
   }
 }
 
@@ -360,24 +485,26 @@ function normalizeEntry(
   env: Record<string, string | undefined>,
   path: string,
   found: Findings,
+  variables: ConfigVariables = {},
 ): ServerConfig | undefined {
   if (!isPlainObject(raw)) {
     found.issues.push({ path, expected: 'an object describing one server', received: `got ${kindOf(raw)}` });
     return undefined;
   }
+  // Typos first: `"comand"` explains the "no command" that follows from it.
+  checkUnknown(raw, KNOWN_CONFIG_FIELDS, path, found, 'error');
+  if (isPlainObject(raw.oauth)) checkUnknown(raw.oauth, KNOWN_OAUTH_FIELDS, childPath(path, 'oauth'), found, 'warning');
   const parsed = serverConfigSchema.safeParse(raw, { error: describeReceived });
   if (!parsed.success) {
     for (const issue of parsed.error.issues) found.issues.push(issueFromZod(issue, path));
     return undefined;
   }
   const entry = parsed.data;
-  warnUnknown(raw, KNOWN_CONFIG_FIELDS, path, found);
-  if (isPlainObject(raw.oauth)) warnUnknown(raw.oauth, KNOWN_OAUTH_FIELDS, childPath(path, 'oauth'), found);
 
   const before = found.issues.length;
   const text = (value: string, at: string): string => {
     try {
-      return interpolate(value, env, at);
+      return interpolate(value, env, at, variables);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       found.issues.push(...error.data.issues);
@@ -443,8 +570,10 @@ function settle<T>(value: T | undefined, found: Findings, file: string | undefin
 
 /** Options of {@link normalizeServerConfig} and {@link parseServersDocument}. */
 export interface ConfigParseOptions {
-  /** Variables for `${VAR}` interpolation. @default process.env */
+  /** Variables for `${VAR}` / `${env:VAR}` interpolation. @default process.env */
   env?: Record<string, string | undefined>;
+  /** VS Code's `${workspaceFolder}` and `${userHome}`. @default none known (`userHome` from `env`) */
+  variables?: ConfigVariables;
   /** File the config came from, named in errors. @default undefined (errors name no file) */
   file?: string;
 }
@@ -466,7 +595,7 @@ export function normalizeServerConfig(
   opts: NormalizeServerConfigOptions = {},
 ): { config: ServerConfig; warnings: ConfigWarning[] } {
   const found: Findings = { issues: [], warnings: [] };
-  const config = normalizeEntry(raw, opts.env ?? process.env, opts.path ?? '', found);
+  const config = normalizeEntry(raw, opts.env ?? process.env, opts.path ?? '', found, opts.variables);
   return { config: settle(config, found, opts.file), warnings: found.warnings };
 }
 
@@ -521,7 +650,7 @@ export function parseServersDocument(
     } else if (isPlainObject(raw) && raw.disabled === true) {
       found.warnings.push({ path, message: `server "${name}" is disabled; skipped` });
     } else {
-      const config = normalizeEntry(raw, env, path, found);
+      const config = normalizeEntry(raw, env, path, found, opts.variables);
       if (config !== undefined) servers.set(name, config);
     }
   }

@@ -7,51 +7,13 @@
  * `code`, so `instanceof` and `code` hold on both sides.
  */
 
-/** Every error code mcpool raises. Stable: clients match on these strings. */
-export const ErrorCode = {
-  /** A config file or server entry is malformed; `data` names the file and JSON path. */
-  CONFIG_INVALID: 'MCPOOL_CONFIG_INVALID',
-  /** Options passed to a constructor or method are invalid. */
-  INVALID_ARGUMENT: 'MCPOOL_INVALID_ARGUMENT',
-  /** The session's filters hide this tool or prompt. */
-  TOOL_NOT_ALLOWED: 'MCPOOL_TOOL_NOT_ALLOWED',
-  /** The transport was lost while the call was in flight; the call is never replayed. */
-  CALL_INTERRUPTED: 'MCPOOL_CALL_INTERRUPTED',
-  /** The call did not finish within its timeout (a cancellation was sent upstream). */
-  CALL_TIMEOUT: 'MCPOOL_CALL_TIMEOUT',
-  /** The caller aborted the call (a cancellation was sent upstream). */
-  CALL_CANCELLED: 'MCPOOL_CALL_CANCELLED',
-  /** The upstream MCP server answered with a JSON-RPC error; `data.mcpCode` holds its code. */
-  UPSTREAM_ERROR: 'MCPOOL_UPSTREAM_ERROR',
-  /** Starting the server (spawn, connect, initialize, discovery) failed. */
-  SPAWN_FAILED: 'MCPOOL_SPAWN_FAILED',
-  /** Starting the server took longer than the spawn timeout. */
-  SPAWN_TIMEOUT: 'MCPOOL_SPAWN_TIMEOUT',
-  /** The workspace budget refuses a new live connection (mode `enforce`). */
-  BUDGET_EXHAUSTED: 'MCPOOL_BUDGET_EXHAUSTED',
-  /** The pool is draining (drainAll) and accepts no new acquire. */
-  POOL_DRAINING: 'MCPOOL_POOL_DRAINING',
-  /** The server entry is failed (restart intensity exceeded) until a manual restart. */
-  SERVER_FAILED: 'MCPOOL_SERVER_FAILED',
-  /** The connection actor (worker thread) died or stopped answering. */
-  ACTOR_DIED: 'MCPOOL_ACTOR_DIED',
-  /** The PooledConnection was released; no call can go through it any more. */
-  CONNECTION_RELEASED: 'MCPOOL_CONNECTION_RELEASED',
-  /** The server is reconnecting after a transport loss; retry after the `reconnected` event. */
-  NOT_CONNECTED: 'MCPOOL_NOT_CONNECTED',
-  /** The entry was closing when the request reached it. */
-  ENTRY_CLOSING: 'MCPOOL_ENTRY_CLOSING',
-  /** A message port closed before the answer came. */
-  PORT_CLOSED: 'MCPOOL_PORT_CLOSED',
-  /** An internal invariant broke; a bug in mcpool. */
-  INTERNAL: 'MCPOOL_INTERNAL',
-} as const;
+import { ErrorCode, isErrorCode } from './errorCodes.js';
 
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+export { ErrorCode } from './errorCodes.js';
 
 /** The shape an error takes on the wire (between threads, and in HTTP bodies). */
 export interface WireError {
-  code: string;
+  code: ErrorCode;
   message: string;
   data?: Record<string, unknown>;
 }
@@ -61,16 +23,25 @@ export interface PoolErrorOptions {
   cause?: unknown;
 }
 
-/** The one base class of mcpool errors: a stable `code`, optional structured `data` and `cause`. */
+/**
+ * The one base class of mcpool errors: a stable `code`, optional structured `data` and `cause`.
+ *
+ * `new PoolError(ErrorCode.CALL_INTERRUPTED, …)` builds an {@link MCPCallInterruptedError}: that
+ * code and that class always go together, whoever raises it.
+ */
 export class PoolError extends Error {
   override name = 'PoolError';
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly data: Record<string, unknown> | undefined;
 
-  constructor(code: string, message: string, options: PoolErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: PoolErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.data = options.data;
+    if (code === ErrorCode.CALL_INTERRUPTED && new.target === PoolError) {
+      // A constructor may return another object: the caller gets the typed subclass.
+      return new MCPCallInterruptedError(message, interruptedData(options.data), options.cause);
+    }
   }
 
   toWire(): WireError {
@@ -80,7 +51,7 @@ export class PoolError extends Error {
   }
 }
 
-/** Fields that identify the interrupted call's connection. */
+/** Fields that identify the interrupted call's connection; -1 / '' where the raiser did not know them. */
 export interface CallInterruptedData {
   serverName: string;
   entryIndex: number;
@@ -107,6 +78,16 @@ export class MCPCallInterruptedError extends PoolError {
   }
 }
 
+function interruptedData(data: Record<string, unknown> | undefined): CallInterruptedData {
+  const number = (value: unknown): number => (typeof value === 'number' && Number.isInteger(value) ? value : -1);
+  return {
+    ...data,
+    serverName: typeof data?.serverName === 'string' ? data.serverName : '',
+    entryIndex: number(data?.entryIndex),
+    clientGeneration: number(data?.clientGeneration),
+  };
+}
+
 /** Turns anything thrown into a wire error, keeping `code` and `data` when they exist. */
 export function errorToWire(error: unknown): WireError {
   if (error instanceof PoolError) return error.toWire();
@@ -121,11 +102,13 @@ export function errorToWire(error: unknown): WireError {
   return { code: ErrorCode.INTERNAL, message: String(error) };
 }
 
-/** Rebuilds a {@link PoolError} (or its typed subclass) from its wire form. */
+/**
+ * Rebuilds a {@link PoolError} (or its typed subclass) from its wire form. A code this version
+ * does not know (a newer peer) becomes `MCPOOL_INTERNAL` with `data.originalCode`.
+ */
 export function errorFromWire(wire: WireError): PoolError {
-  if (wire.code === ErrorCode.CALL_INTERRUPTED && wire.data !== undefined) {
-    const data = wire.data as CallInterruptedData;
-    return new MCPCallInterruptedError(wire.message, data);
+  if (!isErrorCode(wire.code)) {
+    return new PoolError(ErrorCode.INTERNAL, wire.message, { data: { ...wire.data, originalCode: wire.code } });
   }
   return new PoolError(wire.code, wire.message, wire.data === undefined ? {} : { data: wire.data });
 }

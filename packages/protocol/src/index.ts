@@ -7,11 +7,12 @@ export {
   KNOWN_CONFIG_FIELDS,
   interpolate,
   normalizeServerConfig,
+  parseConfigText,
   parseServersDocument,
   serverConfigSchema,
   SHARING_POLICIES,
 } from './config.js';
-export type { ConfigWarning, OAuthConfig, ServerConfig, SharingPolicy, TransportKind } from './config.js';
+export type { ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ServerConfig, SharingPolicy, TransportKind } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
@@ -24,7 +25,9 @@ export {
   sessionFieldsOf,
 } from './fingerprint.js';
 export type { ConnectionId } from './fingerprint.js';
-export { ErrorCode, MCPCallInterruptedError, PoolError, errorFromWire, errorToWire, hasCode } from './errors.js';
+export { MCPCallInterruptedError, PoolError, errorFromWire, errorToWire, hasCode } from './errors.js';
+export { ErrorCode, HTTP_STATUS, JSON_RPC_CODE, JsonRpcCode, httpStatusOf, isErrorCode, jsonRpcCodeOf } from './errorCodes.js';
+export type { ClientErrorCode } from './errorCodes.js';
 export type { CallInterruptedData, PoolErrorOptions, WireError } from './errors.js';
 export { isWorkspaceScopedBudgetEvent } from './events.js';
 export type {

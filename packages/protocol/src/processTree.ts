@@ -1,14 +1,18 @@
 /**
- * Finding and ending a server's process tree (seed §6.4, DESIGN §4 "Processes"). Node-only; kept
- * off the package root so a browser never loads it (`@mcpool/protocol/processTree`).
+ * The one place mcpool reads the process table and asks whether a process lives: finding and
+ * ending a server's process tree, the forced exit of the daemon, zombie counts, the liveness of
+ * a ledger's owner. Node-only and POSIX-only; kept off the package root so a browser never loads
+ * it (`@mcpool/protocol/processTree`).
  *
- * One `ps -A -o pid=,ppid=,pgid=` snapshot is walked in memory (fallback: `pgrep -P` breadth
- * first; on failure: the caller is told, and only the root/group is signalled). Each pid is
- * recorded with its start time, and checked again before it is signalled, so a recycled pid is
- * never hit. The walk must happen before the root is closed: once a wrapper exits, its children
- * are re-parented to init and can only be found by their process group.
+ * One `ps -A -o pid=,ppid=,pgid=,stat=,comm=` snapshot ({@link readProcessTable}, parsed by one
+ * parser) is walked in memory ({@link descendantsIn}; fallback: `pgrep -P` breadth first; on
+ * failure: the caller is told, and only the root/group is signalled). Each pid is recorded with
+ * its start time, and checked again before it is signalled, so a recycled pid is never hit. Start
+ * times come from `/proc`: where there is none (macOS), a pid is pinned by liveness alone. The walk
+ * must happen before the root is closed: once a wrapper exits, its children are re-parented to
+ * init and can only be found by their process group.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -33,6 +37,8 @@ export interface TreeSnapshot {
 const MAX_PROCESSES = 512;
 const MAX_DEPTH = 16;
 const QUERY_TIMEOUT_MS = 2000;
+
+const PS_ARGS = ['-A', '-o', 'pid=,ppid=,pgid=,stat=,comm='];
 
 function run(command: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -64,13 +70,30 @@ export function commandOf(pid: number): string | undefined {
   }
 }
 
+/** Signal 0 to `target` (a pid, or minus a group id): true when it exists, zombies included. */
+function probe(target: number): boolean {
+  try {
+    process.kill(target, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True until `pid` is reaped: a zombie still exists (its pid cannot be reused yet). */
+export function processExists(pid: number): boolean {
+  return Number.isInteger(pid) && pid > 0 && probe(pid);
+}
+
+/** True while any process (zombies included) is in group `pgid`. */
+export function groupExists(pgid: number): boolean {
+  return Number.isInteger(pgid) && pgid > 1 && probe(-pgid);
+}
+
 /** True while `pid` runs (a zombie counts as gone). */
 export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
+  if (!processExists(pid)) return false;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
@@ -79,21 +102,43 @@ export function isRunning(pid: number): boolean {
   }
 }
 
-interface PsRow {
+/** One row of the process table. */
+export interface PsRow {
   pid: number;
   ppid: number;
   pgid: number;
+  /** `ps`'s state letters (`S`, `R`, `Z`, ...); '' where this `ps` did not give them. */
+  stat: string;
+  /** The executable's name; '' where this `ps` did not give it. */
+  comm: string;
 }
 
-function parsePs(text: string): PsRow[] {
+/** Parses the output of `ps -A -o pid=,ppid=,pgid=,stat=,comm=` (the name may hold spaces). */
+export function parsePs(text: string): PsRow[] {
   const rows: PsRow[] = [];
   for (const line of text.split('\n')) {
-    const parts = line.trim().split(/\s+/);
-    if (parts.length < 3) continue;
-    const [pid, ppid, pgid] = parts.map(Number) as [number, number, number];
-    if (Number.isInteger(pid) && Number.isInteger(ppid) && Number.isInteger(pgid)) rows.push({ pid, ppid, pgid });
+    const match = /^\s*(\d+)\s+(\d+)\s+(\d+)(?:\s+(\S+))?(?:\s+(.*))?$/.exec(line);
+    if (match === null) continue;
+    rows.push({ pid: Number(match[1]), ppid: Number(match[2]), pgid: Number(match[3]), stat: match[4] ?? '', comm: (match[5] ?? '').trim() });
   }
   return rows;
+}
+
+/** One snapshot of the process table; rejects when `ps` fails, or gives nothing (a BusyBox `ps` without `-o`). */
+export async function readProcessTable(): Promise<PsRow[]> {
+  const rows = parsePs(await run('ps', PS_ARGS));
+  if (rows.length === 0) throw new Error('ps listed no process');
+  return rows;
+}
+
+/** {@link readProcessTable}, synchronously (for an exit path that has no time for the event loop); undefined when `ps` fails. */
+export function readProcessTableSync(): PsRow[] | undefined {
+  try {
+    const rows = parsePs(execFileSync('ps', PS_ARGS, { encoding: 'utf8', timeout: QUERY_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] }));
+    return rows.length === 0 ? undefined : rows;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -105,12 +150,11 @@ export async function snapshotTree(root: number, pgid?: number): Promise<TreeSna
   let rows: PsRow[] | undefined;
   let warning: string | undefined;
   try {
-    rows = parsePs(await run('ps', ['-A', '-o', 'pid=,ppid=,pgid=']));
-    if (rows.length === 0) rows = undefined; // e.g. a BusyBox ps without -o
+    rows = await readProcessTable();
   } catch (error) {
     warning = `ps failed: ${(error as Error).message}`;
   }
-  if (rows !== undefined) return { root, pgid, processes: track(walk(rows, root, pgid)), method: 'ps' };
+  if (rows !== undefined) return { root, pgid, processes: track(descendantsIn(rows, root, { pgid })), method: 'ps' };
   try {
     return { root, pgid, processes: track(await walkWithPgrep(root)), method: 'pgrep', ...(warning ? { warning } : {}) };
   } catch (error) {
@@ -119,7 +163,13 @@ export async function snapshotTree(root: number, pgid?: number): Promise<TreeSna
   }
 }
 
-function walk(rows: PsRow[], root: number, pgid: number | undefined): PsRow[] {
+/**
+ * The rows under `root` in a snapshot (its descendants by parent pid, `root` itself included when
+ * listed) plus every member of the process group `pgid` (which finds grandchildren already
+ * re-parented to init). This process is never part of it. Bounded in depth and count.
+ */
+export function descendantsIn(rows: readonly PsRow[], root: number, options: { pgid?: number | undefined; maxDepth?: number; maxProcesses?: number } = {}): PsRow[] {
+  const { pgid, maxDepth = MAX_DEPTH, maxProcesses = MAX_PROCESSES } = options;
   const children = new Map<number, PsRow[]>();
   for (const row of rows) {
     let list = children.get(row.ppid);
@@ -128,9 +178,9 @@ function walk(rows: PsRow[], root: number, pgid: number | undefined): PsRow[] {
   }
   const found = new Map<number, PsRow>();
   const rootRow = rows.find((row) => row.pid === root);
-  if (rootRow) found.set(root, rootRow);
+  if (rootRow && root !== process.pid) found.set(root, rootRow);
   let frontier = [root];
-  for (let depth = 0; depth < MAX_DEPTH && frontier.length > 0 && found.size < MAX_PROCESSES; depth++) {
+  for (let depth = 0; depth < maxDepth && frontier.length > 0 && found.size < maxProcesses; depth++) {
     const next: number[] = [];
     for (const pid of frontier) {
       for (const child of children.get(pid) ?? []) {
@@ -142,13 +192,15 @@ function walk(rows: PsRow[], root: number, pgid: number | undefined): PsRow[] {
     frontier = next;
   }
   if (pgid !== undefined && pgid > 1 && pgid !== process.pid) {
-    for (const row of rows) if (row.pgid === pgid && !found.has(row.pid) && found.size < MAX_PROCESSES) found.set(row.pid, row);
+    for (const row of rows) if (row.pgid === pgid && row.pid !== process.pid && !found.has(row.pid) && found.size < maxProcesses) found.set(row.pid, row);
   }
   return [...found.values()];
 }
 
-async function walkWithPgrep(root: number): Promise<PsRow[]> {
-  const found: PsRow[] = [{ pid: root, ppid: 0, pgid: root }];
+type TreeRow = Pick<PsRow, 'pid' | 'ppid' | 'pgid'>;
+
+async function walkWithPgrep(root: number): Promise<TreeRow[]> {
+  const found: TreeRow[] = [{ pid: root, ppid: 0, pgid: root }];
   const visited = new Set([root]);
   let frontier = [root];
   for (let depth = 0; depth < MAX_DEPTH && frontier.length > 0 && found.length < MAX_PROCESSES; depth++) {
@@ -168,8 +220,8 @@ async function walkWithPgrep(root: number): Promise<PsRow[]> {
   return found;
 }
 
-function track(rows: PsRow[]): TrackedProcess[] {
-  return rows.map((row) => ({ ...row, startTime: startTimeOf(row.pid) }));
+function track(rows: readonly TreeRow[]): TrackedProcess[] {
+  return rows.map(({ pid, ppid, pgid }) => ({ pid, ppid, pgid, startTime: startTimeOf(pid) }));
 }
 
 /** Still the same process as when it was tracked (not exited, pid not recycled)? */
@@ -233,14 +285,8 @@ export async function sweepTracked(snapshot: TreeSnapshot, options: { graceMs?: 
 /** Zombie children of this process (a killed child whose thread died: Node cannot reap it). */
 export async function countZombieChildren(): Promise<number> {
   try {
-    const out = await run('ps', ['-A', '-o', 'ppid=,stat=,comm=']);
-    let count = 0;
-    for (const line of out.split('\n')) {
-      const [ppid, stat, comm] = line.trim().split(/\s+/);
-      // Our own ps/pgrep queries are zombies for an instant before Node reaps them: not a leak.
-      if (Number(ppid) === process.pid && stat?.startsWith('Z') && comm !== 'ps' && comm !== 'pgrep') count += 1;
-    }
-    return count;
+    // Our own ps/pgrep queries are zombies for an instant before Node reaps them: not a leak.
+    return (await readProcessTable()).filter((row) => row.ppid === process.pid && row.stat.startsWith('Z') && row.comm !== 'ps' && row.comm !== 'pgrep').length;
   } catch {
     return 0;
   }

@@ -4,6 +4,7 @@ import {
   KNOWN_CONFIG_FIELDS,
   interpolate,
   normalizeServerConfig,
+  parseConfigText,
   parseServersDocument,
   serverConfigSchema,
 } from '../src/config.js';
@@ -118,7 +119,7 @@ describe('client formats', () => {
         inputs: [{ type: 'promptString', id: 'key' }],
         servers: {
           fetch: { type: 'stdio', command: 'uvx', args: ['mcp-server-fetch'] },
-          remote: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { 'X-Key': '${input:key}' } },
+          remote: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { 'X-Key': '${env:TOKEN}' } },
           aliased: { transport: 'streamable-http', url: 'https://mcp.example.com/a' },
           camel: { type: 'streamableHttp', url: 'https://mcp.example.com/b' },
         },
@@ -126,8 +127,7 @@ describe('client formats', () => {
       { env },
     );
     expect(servers.fetch).toEqual({ transport: 'stdio', command: 'uvx', args: ['mcp-server-fetch'] });
-    // VS Code's own `${input:...}` is not ours to resolve.
-    expect(servers.remote?.headers).toEqual({ 'X-Key': '${input:key}' });
+    expect(servers.remote?.headers).toEqual({ 'X-Key': 'secret-token' });
     expect(servers.aliased?.transport).toBe('http');
     expect(servers.camel?.transport).toBe('http');
   });
@@ -404,5 +404,107 @@ describe('sharing', () => {
     expect(error.data.path).toBe('servers.memory.sharing');
     const typed = configErrorOf(() => normalizeServerConfig({ command: 'srv', sharing: true }, { path: 'mcpServers.m', env }));
     expect(typed.data.issues).toEqual([{ path: 'mcpServers.m.sharing', expected: 'a sharing policy (shared | per-principal | per-session)', received: 'got true' }]);
+  });
+});
+
+describe('JSONC text, as VS Code writes it', () => {
+  it('accepts line and block comments and trailing commas', () => {
+    const text = '// VS Code allows comments in mcp.json\n{\n  /* a block\n     comment */\n  "servers": {\n    "fetch": { "command": "uvx", "args": ["mcp-server-fetch",], }, // trailing\n  },\n}\n';
+    expect(parseConfigText(text)).toEqual({ servers: { fetch: { command: 'uvx', args: ['mcp-server-fetch'] } } });
+  });
+
+  it('a syntax error names file, line and column and what is wrong, never the text', () => {
+    const error = configErrorOf(() => parseConfigText('{\n  "servers": {\n    "x": { "env": { "TOKEN": "sekret-value-123" } "y": 1 }\n}', '/w/.vscode/mcp.json'));
+    expect(error.message).toBe('Invalid MCP server config in /w/.vscode/mcp.json at (root): expected a JSON document (comments and trailing commas are fine), got invalid JSON at line 3, column 51: no "," between two items');
+    expect(error.message).not.toContain('sekret');
+    expect(error.data).toMatchObject({ file: '/w/.vscode/mcp.json', path: '' });
+  });
+
+  it('counts lines across CRLF, and says an empty file is empty', () => {
+    expect(configErrorOf(() => parseConfigText('{\r\n"a": 1,\r\n"b" 2\r\n}')).message).toContain('line 3, column 5: no ":" after a property name');
+    expect(configErrorOf(() => parseConfigText(' \n', 'f.json')).message).toContain('got an empty file');
+    expect(configErrorOf(() => parseConfigText('{ "a": "open')).message).toContain('a string that is not closed');
+    expect(configErrorOf(() => parseConfigText('{} /* open')).message).toContain('a comment that is not closed');
+  });
+});
+
+describe('VS Code variables', () => {
+  const variables = { workspaceFolder: '/home/me/project', userHome: '/home/me' };
+
+  it('resolves ${workspaceFolder}, ${workspaceFolderBasename}, ${userHome}, ${pathSeparator}, ${/} and ${env:…}', () => {
+    expect(interpolate('${workspaceFolder}/data', {}, 'x', variables)).toBe('/home/me/project/data');
+    expect(interpolate('${workspaceFolderBasename}', {}, 'x', variables)).toBe('project');
+    expect(interpolate('${userHome}${/}.cache${pathSeparator}x', {}, 'x', variables)).toBe('/home/me/.cache/x');
+    expect(interpolate('${env:TOKEN}', env, 'x', variables)).toBe('secret-token');
+  });
+
+  it('${userHome} falls back to HOME of the variables in use; VS Code’s names win over an env var of the same name', () => {
+    expect(interpolate('${userHome}', { HOME: '/h' }, 'x')).toBe('/h');
+    expect(interpolate('${userHome}', { USERPROFILE: 'C:\\Users\\me' }, 'x')).toBe('C:\\Users\\me');
+    expect(interpolate('${workspaceFolder}', { workspaceFolder: '/from-env' }, 'x', variables)).toBe('/home/me/project');
+  });
+
+  it('an unknown ${workspaceFolder} is an error naming it, never the literal', () => {
+    const error = configErrorOf(() => interpolate('${workspaceFolder}/x', { workspaceFolder: '/env' }, 'servers.memory.env.WS'));
+    expect(error.message).toContain('servers.memory.env.WS: expected ${workspaceFolder} to be known');
+    expect(configErrorOf(() => interpolate('${userHome}', {}, 'x')).message).toContain('${userHome} to be known');
+  });
+
+  it('${input:id}, ${command:…} and ${config:…} are clear errors naming them', () => {
+    const error = configErrorOf(() => interpolate('${input:memfile}', env, 'servers.memory.env.MEMORY_FILE_PATH', variables));
+    expect(error.message).toBe(
+      'Invalid MCP server config at servers.memory.env.MEMORY_FILE_PATH: expected a value mcpool can resolve (VS Code asks the user for inputs; write the value, or use ${env:NAME}), got ${input:memfile}',
+    );
+    expect(configErrorOf(() => interpolate('${command:pick}', env, 'x')).message).toContain('got ${command:pick}');
+    expect(configErrorOf(() => interpolate('${config:editor.tabSize}', env, 'x')).message).toContain('got ${config:editor.tabSize}');
+  });
+
+  it('leaves other ${…} as written (a shell in args may want it)', () => {
+    expect(interpolate('${HOME:-/tmp} ${a b} ${}', { HOME: '/h' }, 'x')).toBe('${HOME:-/tmp} ${a b} ${}');
+  });
+
+  it('a document passes its variables to every entry', () => {
+    const { servers } = parseServersDocument({ servers: { m: { command: 'node', args: ['${workspaceFolder}/s.js'], cwd: '${userHome}' } } }, { env: {}, variables });
+    expect(servers.m).toEqual({ transport: 'stdio', command: 'node', args: ['/home/me/project/s.js'], cwd: '/home/me' });
+  });
+});
+
+describe('unknown server fields', () => {
+  it('"comand" is an error naming the field and the one it is probably meant to be', () => {
+    const error = configErrorOf(() => parseServersDocument({ mcpServers: { gh: { comand: 'npx', args: ['x'] } } }, { env, file: '/p/.mcp.json' }));
+    expect(error.data.issues[0]).toEqual({ path: 'mcpServers.gh.comand', expected: 'a known field (did you mean "command"?)', received: 'got unknown field "comand"' });
+    expect(error.message).toContain('mcpServers.gh.comand: expected a known field (did you mean "command"?), got unknown field "comand"');
+  });
+
+  it('"arg" is an error naming args, not only a warning', () => {
+    const error = configErrorOf(() => normalizeServerConfig({ command: 'npx', arg: ['-y', 'x'] }, { env }));
+    expect(error.data.issues).toEqual([{ path: 'arg', expected: 'a known field (did you mean "args"?)', received: 'got unknown field "arg"' }]);
+  });
+
+  it('typos of any field, in any case, with swapped letters', () => {
+    const nearest = (field: string): string | undefined => {
+      try {
+        normalizeServerConfig({ command: 'x', [field]: 'v' }, { env });
+        return undefined;
+      } catch (error) {
+        return /did you mean "(\w+)"/.exec((error as Error).message)?.[1];
+      }
+    };
+    expect(nearest('Command')).toBe('command');
+    expect(nearest('comamnd')).toBe('command');
+    expect(nearest('header')).toBe('headers');
+    expect(nearest('envs')).toBe('env');
+    expect(nearest('includeTool')).toBe('includeTools');
+    expect(nearest('timout')).toBe('timeout');
+  });
+
+  it('fields of other clients stay warnings (envFile, dev, autoApprove, gallery, version, name)', () => {
+    const { warnings } = normalizeServerConfig({ command: 'x', envFile: '.env', dev: { watch: '*.js' }, autoApprove: [], gallery: true, version: '1', name: 'n' }, { env });
+    expect(warnings.map((warning) => warning.path)).toEqual(['envFile', 'dev', 'autoApprove', 'gallery', 'version', 'name']);
+  });
+
+  it('an oauth typo is a warning that says the near name', () => {
+    const { warnings } = normalizeServerConfig({ url: 'https://x.example.com', oauth: { audience: 'a' } }, { env });
+    expect(warnings).toEqual([{ path: 'oauth.audience', message: 'unknown field "audience" ignored (did you mean "audiences"?)' }]);
   });
 });

@@ -17,7 +17,13 @@ import { join } from 'node:path';
 import {
   commandOf,
   countZombieChildren,
+  descendantsIn,
+  groupExists,
   isRunning,
+  parsePs,
+  processExists,
+  readProcessTable,
+  readProcessTableSync,
   isSameProcess,
   signalTracked,
   snapshotTree,
@@ -307,6 +313,7 @@ describe('process facts', () => {
       expect(commandOf(pid)).toBeUndefined();
     }
     expect(isRunning(pid)).toBe(false);
+    expect(processExists(pid)).toBe(false);
   });
 
   it('a zombie counts as not running, keeps its start time, has an empty command line', async () => {
@@ -323,6 +330,9 @@ describe('process facts', () => {
     }, WAIT);
 
     expect(isRunning(zombie)).toBe(false);
+    // It still exists (its pid is not free) and so does its group, until it is reaped.
+    expect(processExists(zombie)).toBe(true);
+    expect(groupExists(root.pid)).toBe(true);
     expect(startTimeOf(zombie)).toMatch(/^\d+$/);
     expect(commandOf(zombie)).toBe('');
     expect(isSameProcess({ pid: zombie, ppid: root.pid, pgid: root.pid, startTime: startTimeOf(zombie) })).toBe(false);
@@ -333,5 +343,53 @@ describe('process facts', () => {
     const count = await countZombieChildren();
     expect(Number.isInteger(count)).toBe(true);
     expect(count).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('one ps parser, one walk, one liveness check', () => {
+  it('parses pid, ppid, pgid, state and a name that may hold spaces; skips what is not a row', () => {
+    const rows = parsePs('  1     0     1 Ss   systemd\n 4242  1 4242 S+   my server (v2)\nPID PPID\n\n 7 1 7\n');
+    expect(rows).toEqual([
+      { pid: 1, ppid: 0, pgid: 1, stat: 'Ss', comm: 'systemd' },
+      { pid: 4242, ppid: 1, pgid: 4242, stat: 'S+', comm: 'my server (v2)' },
+      { pid: 7, ppid: 1, pgid: 7, stat: '', comm: '' },
+    ]);
+  });
+
+  it('the table, async and sync, holds this process with its parent and group', async () => {
+    const own = (rows: readonly { pid: number }[] | undefined) => rows?.find((row) => row.pid === process.pid);
+    const expected = { pid: process.pid, ppid: process.ppid, pgid: expect.any(Number), stat: expect.stringMatching(/^[A-Z]/), comm: expect.any(String) };
+    expect(own(await readProcessTable())).toEqual(expected);
+    expect(own(readProcessTableSync())).toEqual(expected);
+  });
+
+  it('without ps the sync table is undefined and the async one rejects', async () => {
+    const saved = process.env.PATH;
+    process.env.PATH = mkdtempSync(join(tmpdir(), 'mcpool-nops-'));
+    try {
+      expect(readProcessTableSync()).toBeUndefined();
+      await expect(readProcessTable()).rejects.toThrow();
+    } finally {
+      rmSync(process.env.PATH, { recursive: true, force: true });
+      process.env.PATH = saved;
+    }
+  });
+
+  it('walks descendants and group members, bounded in depth and count, never this process', () => {
+    const row = (pid: number, ppid: number, pgid: number) => ({ pid, ppid, pgid, stat: 'S', comm: 'x' });
+    // 100 → 101 → 102 → 103 (a chain); 200 is an orphan in group 100; this process is a child of 101.
+    const rows = [row(100, 1, 100), row(101, 100, 100), row(102, 101, 100), row(103, 102, 100), row(200, 1, 100), row(process.pid, 101, 100), row(300, 1, 300)];
+    const pids = (found: readonly { pid: number }[]) => found.map((r) => r.pid).sort((a, b) => a - b);
+    expect(pids(descendantsIn(rows, 100))).toEqual([100, 101, 102, 103]);
+    expect(pids(descendantsIn(rows, 100, { pgid: 100 }))).toEqual([100, 101, 102, 103, 200]);
+    expect(pids(descendantsIn(rows, 100, { maxDepth: 1 }))).toEqual([100, 101]);
+    expect(descendantsIn(rows, 100, { pgid: 100, maxProcesses: 2 })).toHaveLength(2);
+    expect(pids(descendantsIn(rows, 999))).toEqual([]);
+  });
+
+  it('processExists and groupExists refuse what is not a pid or a group', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN]) expect(processExists(bad)).toBe(false);
+    for (const bad of [0, 1, -5]) expect(groupExists(bad)).toBe(false);
+    expect(processExists(process.pid)).toBe(true);
   });
 });

@@ -4,6 +4,8 @@
  * validated beyond that (the bridge relays them as they are, so nothing is dropped or rewritten).
  */
 
+import { ErrorCode, JSON_RPC_CODE, JsonRpcCode } from '@mcpool/protocol/errorCodes';
+
 export type RequestId = string | number;
 
 /** A JSON-RPC message as parsed, with no promise about its fields. */
@@ -30,22 +32,18 @@ export const isResponse = (message: JsonRpcMessage): message is JsonRpcMessage &
 /** A map key for an id: `1` and `"1"` are different ids. */
 export const idKey = (id: RequestId): string => JSON.stringify(id);
 
-/** Stable codes in `error.data.code` of the errors the bridge writes itself. */
+/**
+ * Stable codes in `error.data.code` of the errors the bridge writes itself: a view of the one
+ * `ErrorCode` table of `@mcpool/protocol` (the same strings).
+ */
 export const BridgeErrorCode = {
-  /** The daemon did not answer (connection refused) within the bounded retries. */
-  UNREACHABLE: 'MCPOOL_BRIDGE_UNREACHABLE',
-  /** The daemon session expired and re-initializing it failed. */
-  REINIT_FAILED: 'MCPOOL_BRIDGE_REINIT_FAILED',
-  /** The daemon answered 404 for the session again right after re-initializing. */
-  SESSION_NOT_FOUND: 'MCPOOL_BRIDGE_SESSION_NOT_FOUND',
-  /** The daemon session was lost while the request was in flight: its outcome is unknown. */
-  SESSION_LOST: 'MCPOOL_BRIDGE_SESSION_LOST',
-  /** The response stream ended (or broke) before the answer came. */
-  STREAM_ENDED: 'MCPOOL_BRIDGE_STREAM_ENDED',
-  /** The daemon answered with an HTTP error. */
-  HTTP_ERROR: 'MCPOOL_BRIDGE_HTTP_ERROR',
-  /** The daemon answered something that is not JSON-RPC. */
-  BAD_RESPONSE: 'MCPOOL_BRIDGE_BAD_RESPONSE',
+  UNREACHABLE: ErrorCode.BRIDGE_UNREACHABLE,
+  REINIT_FAILED: ErrorCode.BRIDGE_REINIT_FAILED,
+  SESSION_NOT_FOUND: ErrorCode.BRIDGE_SESSION_NOT_FOUND,
+  SESSION_LOST: ErrorCode.BRIDGE_SESSION_LOST,
+  STREAM_ENDED: ErrorCode.BRIDGE_STREAM_ENDED,
+  HTTP_ERROR: ErrorCode.BRIDGE_HTTP_ERROR,
+  BAD_RESPONSE: ErrorCode.BRIDGE_BAD_RESPONSE,
 } as const;
 export type BridgeErrorCode = (typeof BridgeErrorCode)[keyof typeof BridgeErrorCode];
 
@@ -53,7 +51,7 @@ export type BridgeErrorCode = (typeof BridgeErrorCode)[keyof typeof BridgeErrorC
 export interface BridgeFailure {
   code: BridgeErrorCode;
   message: string;
-  /** JSON-RPC error code. @default -32000 (the SDK's ConnectionClosed: the request is lost) */
+  /** JSON-RPC error code. @default the code's entry in `JSON_RPC_CODE` (-32000 for every bridge code: the request is lost) */
   rpcCode?: number;
   httpStatus?: number;
 }
@@ -64,7 +62,7 @@ export function errorResponse(id: RequestId, failure: BridgeFailure): Record<str
     jsonrpc: '2.0',
     id,
     error: {
-      code: failure.rpcCode ?? -32000,
+      code: failure.rpcCode ?? JSON_RPC_CODE[failure.code],
       message: failure.message,
       data: { code: failure.code, ...(failure.httpStatus === undefined ? {} : { httpStatus: failure.httpStatus }) },
     },
@@ -84,7 +82,7 @@ export function httpFailure(status: number, statusText: string, body: string): B
       message = `${message}: ${(parsed.error as { message: string }).message}`;
       const code = (parsed.error as { code?: unknown }).code;
       // -32001 is the SDK's "Session not found" and also its RequestTimeout: never pass it on.
-      if (typeof code === 'number' && code !== -32001) rpcCode = code;
+      if (typeof code === 'number' && code !== JsonRpcCode.REQUEST_TIMEOUT) rpcCode = code;
     } else if (typeof parsed.message === 'string') {
       message = `${message}: ${typeof parsed.code === 'string' ? `${parsed.code}: ` : ''}${parsed.message}`;
     }

@@ -1,5 +1,5 @@
 /**
- * The daemon's config: one JSON document holding the servers (any format `parseServersDocument`
+ * The daemon's config: one JSONC document holding the servers (any format `parseServersDocument`
  * accepts: `mcpServers`, `servers`, `mcp.servers`) plus a `daemon` section for the daemon itself.
  * Precedence: defaults < the file's `daemon` section < `MCPOOL_*` environment variables < command
  * line flags. Loading is all-or-nothing: any problem throws one `ConfigError` naming the file, the
@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ConfigError, parseServersDocument, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
+import { basename, dirname, resolve } from 'node:path';
+import { ConfigError, parseConfigText, parseServersDocument, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
 import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
 import { issuesFrom, type Issue } from './zodIssues.js';
@@ -201,20 +202,22 @@ function list(raw: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-/** Reads `text` as JSON; a syntax error names the line and column, never the text around it. */
+/**
+ * Reads `text` as JSONC (comments and trailing commas, as VS Code's own files have them); a
+ * syntax error names the file, line and column, never the text around it.
+ */
 export function parseJsonDocument(text: string, file: string | undefined): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    const position = /position (\d+)/.exec((error as Error).message);
-    let where = '';
-    if (position) {
-      const before = text.slice(0, Number(position[1]));
-      const line = before.split('\n').length;
-      where = ` at line ${line}, column ${before.length - before.lastIndexOf('\n')}`;
-    }
-    throw new ConfigError([{ path: '', expected: 'a JSON document', received: `got invalid JSON${where}` }], file);
-  }
+  return parseConfigText(text, file);
+}
+
+/**
+ * The folder `${workspaceFolder}` means for a config file: the workspace a `.vscode/mcp.json`
+ * (or `.vscode/settings.json`) belongs to — the folder holding `.vscode`, as in VS Code — and for
+ * any other file the folder it is in (`./.mcp.json` sits at the root of its project).
+ */
+export function workspaceFolderOf(file: string): string {
+  const folder = dirname(resolve(file));
+  return basename(folder) === '.vscode' ? dirname(folder) : folder;
 }
 
 /** The daemon section of `doc` with env overrides and flags applied, over the defaults. */
@@ -328,7 +331,7 @@ export async function loadConfig(source: ConfigSource, env: Record<string, strin
     }
   };
   const settings = collect(() => resolveSettings(doc, env, overrides, file));
-  const parsed = collect(() => parseServersDocument(doc, { env, ...(file === undefined ? {} : { file }) }));
+  const parsed = collect(() => parseServersDocument(doc, { env, ...(file === undefined ? {} : { file, variables: { workspaceFolder: workspaceFolderOf(file) } }) }));
   if (settings === undefined || parsed === undefined) throw new ConfigError(problems, file);
   return { source, servers: parsed.servers, settings, warnings: parsed.warnings, digest: createHash('sha256').update(text).digest('hex') };
 }

@@ -17,6 +17,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import {
   ErrorCode,
   PoolError,
@@ -34,7 +35,7 @@ import { McpError, type ServerCapabilities, type ServerNotification, type Server
 import type { GatewayAccess } from './access.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
-import { RpcCode, RpcError, toRpcError, upstreamMessage } from './rpcErrors.js';
+import { RpcCode, RpcError, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from './rpcErrors.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 type Params = Record<string, unknown>;
@@ -85,7 +86,7 @@ export interface GatewaySessionInit {
 interface Slot {
   readonly name: string;
   view: PooledConnection | undefined;
-  error: { code: string; message: string } | undefined;
+  error: { code: ErrorCode; message: string } | undefined;
   retryAt: number;
   acquiring: Promise<PooledConnection | undefined> | undefined;
   /** This session's requests in flight on the server, oldest first (server→client requests go to the newest). */
@@ -138,7 +139,7 @@ export class GatewaySession {
   }
 
   /** Servers whose view is live, and the errors of those that did not start. */
-  get servers(): { name: string; ok: boolean; error?: { code: string; message: string } }[] {
+  get servers(): { name: string; ok: boolean; error?: { code: ErrorCode; message: string } }[] {
     return [...this.#slots.values()].map((slot) => ({ name: slot.name, ok: slot.view !== undefined, ...(slot.error ? { error: slot.error } : {}) }));
   }
 
@@ -263,7 +264,8 @@ export class GatewaySession {
   async #viewOf(slot: Slot): Promise<PooledConnection> {
     const view = slot.view ?? (await this.#acquire(slot));
     if (view === undefined) {
-      throw new RpcError(RpcCode.INTERNAL_ERROR, `${slot.name} is not available: ${slot.error?.message ?? 'it did not start'}`, { code: slot.error?.code ?? ErrorCode.SERVER_FAILED });
+      const code = slot.error?.code ?? ErrorCode.SERVER_FAILED;
+      throw new RpcError(jsonRpcCodeOf(code), `${slot.name} is not available: ${slot.error?.message ?? 'it did not start'}`, { code });
     }
     return view;
   }
@@ -413,7 +415,7 @@ export class GatewaySession {
     const slot = found === undefined ? undefined : this.#slots.get(found.server);
     // Unknown and not allowed look the same: a client cannot probe for what it may not use.
     if (found === undefined || slot === undefined || !access.allows(found.server, found.name)) {
-      throw new RpcError(RpcCode.INVALID_PARAMS, `Unknown ${kind}: ${qualified}`);
+      throw unknownNameError({ kind, name: qualified });
     }
     return { slot, name: found.name };
   }
@@ -422,14 +424,23 @@ export class GatewaySession {
     const name = stringParam(params, 'name');
     const { slot, name: tool } = this.#resolveName(name, 'tool');
     const args = params.arguments as Params | undefined;
-    return this.#run(slot, extra, `tool ${name}`, (view, options) => view.callTool(tool, args, options));
+    const requested: RequestedName = { kind: 'tool', name };
+    return this.#run(slot, extra, `tool ${name}`, (view, options) => {
+      // A name this session's view does not list is unknown, whoever would refuse it upstream.
+      if (!view.tools.some((listed) => listed.name === tool)) throw unknownNameError(requested);
+      return view.callTool(tool, args, options);
+    }, requested);
   }
 
   #getPrompt(params: Params, extra: Extra): Promise<Params> {
     const name = stringParam(params, 'name');
     const { slot, name: prompt } = this.#resolveName(name, 'prompt');
     const args = params.arguments as Record<string, string> | undefined;
-    return this.#run(slot, extra, `prompt ${name}`, (view, options) => view.getPrompt(prompt, args, options));
+    const requested: RequestedName = { kind: 'prompt', name };
+    return this.#run(slot, extra, `prompt ${name}`, (view, options) => {
+      if (!view.prompts.some((listed) => listed.name === prompt)) throw unknownNameError(requested);
+      return view.getPrompt(prompt, args, options);
+    }, requested);
   }
 
   /** The server a resource URI belongs to: the one listing it, else the one whose template matches, else the only one with resources. */
@@ -486,7 +497,7 @@ export class GatewaySession {
     if (ref.type === 'ref/prompt') {
       const name = stringParam(ref, 'name');
       const { slot, name: prompt } = this.#resolveName(name, 'prompt');
-      return this.#run(slot, extra, `completion/complete for ${name}`, (view, options) => view.request('completion/complete', { ...params, ref: { ...ref, name: prompt } }, options));
+      return this.#run(slot, extra, `completion/complete for ${name}`, (view, options) => view.request('completion/complete', { ...params, ref: { ...ref, name: prompt } }, options), { kind: 'prompt', name });
     }
     if (ref.type === 'ref/resource') {
       const uri = stringParam(ref, 'uri');
@@ -500,7 +511,7 @@ export class GatewaySession {
    * the request carries a progress token) and notifications (logs during it) tied to it; a failure
    * becomes the JSON-RPC error the client gets.
    */
-  async #run(slot: Slot, extra: Extra, what: string, work: (view: PooledConnection, options: CallOptions) => Promise<Params>): Promise<Params> {
+  async #run(slot: Slot, extra: Extra, what: string, work: (view: PooledConnection, options: CallOptions) => Promise<Params>, requested?: RequestedName): Promise<Params> {
     const view = await this.#viewOf(slot);
     const { progressToken, ...meta } = (extra._meta ?? {}) as Params;
     const options: CallOptions = {
@@ -519,7 +530,7 @@ export class GatewaySession {
     try {
       return await work(view, options);
     } catch (error) {
-      throw toRpcError(error, what);
+      throw toRpcError(error, what, requested);
     } finally {
       const index = slot.inflight.indexOf(extra);
       if (index !== -1) slot.inflight.splice(index, 1);

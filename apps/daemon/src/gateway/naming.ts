@@ -3,6 +3,7 @@
  * `<server>__<name>`; resources keep their URIs, so a URI is routed to the server that lists it
  * (or whose template matches it).
  */
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 
 /** Between the server name and the tool or prompt name on `/mcp`. */
 export const NAME_SEPARATOR = '__';
@@ -24,63 +25,40 @@ export function splitQualified(qualified: string, servers: Iterable<string>): { 
   return best === undefined ? undefined : { server: best, name: qualified.slice(best.length + NAME_SEPARATOR.length) };
 }
 
-const templateCache = new Map<string, RegExp | null>();
+/** A parsed template, and the same without its query expressions (null: not a valid template). */
+type Parsed = { full: UriTemplate; withoutQuery: UriTemplate | undefined } | null;
 
-/**
- * Whether `uri` is one of the URIs an RFC 6570 template describes. Enough for routing: a simple
- * `{var}` matches one path segment, `{+var}` / `{#var}` anything, a `{?q,r}` / `{&q}` query part
- * an optional query string, `{/var}` / `{.var}` / `{;var}` their prefixed segments.
- */
-export function templateMatches(template: string, uri: string): boolean {
-  let pattern = templateCache.get(template);
-  if (pattern === undefined) {
-    pattern = compileTemplate(template);
-    if (templateCache.size > 1000) templateCache.clear();
-    templateCache.set(template, pattern);
-  }
-  return pattern !== null && pattern.test(uri);
-}
+const templateCache = new Map<string, Parsed>();
+const QUERY_EXPRESSION = /\{[?&][^}]*\}/g;
 
-function compileTemplate(template: string): RegExp | null {
-  let source = '^';
-  let rest = template;
-  while (rest.length > 0) {
-    const open = rest.indexOf('{');
-    if (open === -1) {
-      source += escapeRegExp(rest);
-      break;
-    }
-    const close = rest.indexOf('}', open);
-    if (close === -1) return null;
-    source += escapeRegExp(rest.slice(0, open));
-    const expression = rest.slice(open + 1, close);
-    const operator = expression[0];
-    switch (operator) {
-      case '+':
-      case '#':
-        source += '.*';
-        break;
-      case '?':
-      case '&':
-        source += '(?:[?&].*)?';
-        break;
-      case '/':
-      case '.':
-      case ';':
-        source += `(?:\\${operator}[^/?#]*)*`;
-        break;
-      default:
-        source += '[^/?#]*';
-    }
-    rest = rest.slice(close + 1);
-  }
+function parse(template: string): Parsed {
   try {
-    return new RegExp(`${source}$`, 's');
+    const stripped = template.replace(QUERY_EXPRESSION, '');
+    return { full: new UriTemplate(template), withoutQuery: stripped === template ? undefined : new UriTemplate(stripped) };
   } catch {
     return null;
   }
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * Whether `uri` is one of the URIs an RFC 6570 template describes, by the SDK's `UriTemplate`
+ * (the matcher SDK servers route their own resource reads with). Its query expressions
+ * (`{?q,r}`, `{&q}`) match only when every variable is present; RFC 6570 leaves undefined ones
+ * out, so a URI is also tried without its query against the template without them.
+ */
+export function templateMatches(template: string, uri: string): boolean {
+  let parsed = templateCache.get(template);
+  if (parsed === undefined) {
+    parsed = parse(template);
+    if (templateCache.size > 1000) templateCache.clear();
+    templateCache.set(template, parsed);
+  }
+  if (parsed === null) return false;
+  try {
+    if (parsed.full.match(uri) !== null) return true;
+    return parsed.withoutQuery !== undefined && parsed.withoutQuery.match(uri.replace(/\?.*$/s, '')) !== null;
+  } catch {
+    // A URI longer than the SDK's limits matches nothing.
+    return false;
+  }
 }

@@ -1,23 +1,25 @@
 /**
  * Errors on the `/mcp` wire. A JSON-RPC error from an upstream server goes to the downstream
  * client with its own code, message and data (the SDK's "MCP error N: " prefix taken off, so the
- * message is the server's). Pool failures become JSON-RPC errors whose `data.code` is the pool's
- * stable `MCPOOL_*` code; nothing else of an internal error is passed on.
+ * message is the server's). Pool failures become JSON-RPC errors whose code comes from the one
+ * code → JSON-RPC table of `@mcpool/protocol` (`JSON_RPC_CODE`) and whose `data.code` is the
+ * pool's stable `MCPOOL_*` code; nothing else of an internal error is passed on.
  */
-import { ErrorCode, PoolError } from '@mcpool/core';
+import { ErrorCode, JsonRpcCode, PoolError, jsonRpcCodeOf } from '@mcpool/protocol';
 
-/** JSON-RPC / MCP error codes the gateway answers with. */
+/**
+ * JSON-RPC / MCP error codes the gateway answers with (the protocol's `JsonRpcCode`).
+ * `SESSION_NOT_FOUND` is -32001 as the SDK's Streamable HTTP transport answers a 404, the same
+ * number as its `RequestTimeout`: clients that re-initialize on it match on the pair (404, -32001).
+ */
 export const RpcCode = {
-  INVALID_REQUEST: -32600,
-  METHOD_NOT_FOUND: -32601,
-  INVALID_PARAMS: -32602,
-  INTERNAL_ERROR: -32603,
-  /** The SDK's `RequestTimeout` (also its "session not found" on HTTP). */
-  REQUEST_TIMEOUT: -32001,
-  /** `Session not found` on a 404, as the SDK transport answers. */
-  SESSION_NOT_FOUND: -32001,
-  /** Generic server error for HTTP-level refusals (as the SDK transport uses). */
-  SERVER_ERROR: -32000,
+  INVALID_REQUEST: JsonRpcCode.INVALID_REQUEST,
+  METHOD_NOT_FOUND: JsonRpcCode.METHOD_NOT_FOUND,
+  INVALID_PARAMS: JsonRpcCode.INVALID_PARAMS,
+  INTERNAL_ERROR: JsonRpcCode.INTERNAL_ERROR,
+  REQUEST_TIMEOUT: JsonRpcCode.REQUEST_TIMEOUT,
+  SESSION_NOT_FOUND: JsonRpcCode.REQUEST_TIMEOUT,
+  SERVER_ERROR: JsonRpcCode.SERVER_ERROR,
 } as const;
 
 /**
@@ -36,32 +38,53 @@ export class RpcError extends Error {
   }
 }
 
-const SDK_PREFIX = /^MCP error -?\d+: /;
+const SDK_PREFIX = /^(?:MCP error -?\d+: )+/;
 
-/** The upstream's own message, without the SDK's `MCP error N: ` prefix. */
+/** The upstream's own message, without the SDK's `MCP error N: ` prefix (however often it was added). */
 export function upstreamMessage(message: string): string {
   return message.replace(SDK_PREFIX, '');
 }
 
-/** Any failure of a pooled call → the error the downstream client gets. */
-export function toRpcError(error: unknown, what: string): RpcError {
+/** What a request asked for by name: a tool or a prompt, as the client wrote it. */
+export interface RequestedName {
+  kind: 'tool' | 'prompt';
+  name: string;
+}
+
+/**
+ * The answer to a tool or prompt the client may not see, whatever the reason — no such name, a
+ * server that does not list it, or a filter (the client's rights or the server config) hiding
+ * it: one code and one message, which say nothing of why, so a client cannot probe for what it
+ * may not use.
+ */
+export function unknownNameError(requested: RequestedName): RpcError {
+  return new RpcError(RpcCode.INVALID_PARAMS, `Unknown ${requested.kind}: ${requested.name}`);
+}
+
+/**
+ * Any failure of a pooled call → the error the downstream client gets.
+ *
+ * @param what the request, for the message (`tool github__search`).
+ * @param requested the name the request asked for, when it asked for one: a name hidden by the
+ *   session's filters then answers as {@link unknownNameError} does.
+ */
+export function toRpcError(error: unknown, what: string, requested?: RequestedName): RpcError {
   if (error instanceof RpcError) return error;
-  if (!(error instanceof PoolError)) return new RpcError(RpcCode.INTERNAL_ERROR, `${what} failed inside mcpool (see the daemon log)`);
-  const data = error.data as { mcpCode?: unknown; mcpData?: unknown } | undefined;
+  if (!(error instanceof PoolError)) return new RpcError(RpcCode.INTERNAL_ERROR, `${what} failed inside mcpool (see the daemon log)`, { code: ErrorCode.INTERNAL });
+  const data = error.data as { mcpCode?: unknown; mcpData?: unknown; tool?: unknown; prompt?: unknown } | undefined;
   if (error.code === ErrorCode.UPSTREAM_ERROR && typeof data?.mcpCode === 'number') {
     return new RpcError(data.mcpCode, upstreamMessage(error.message), data.mcpData);
   }
-  const tagged = { code: error.code };
-  switch (error.code) {
-    case ErrorCode.CALL_TIMEOUT:
-      return new RpcError(RpcCode.REQUEST_TIMEOUT, `${what}: ${error.message}`, tagged);
-    case ErrorCode.CALL_INTERRUPTED:
-      return new RpcError(RpcCode.INTERNAL_ERROR, `${what}: ${error.message} (it was not replayed; the pool reconnects, so the next call can succeed)`, tagged);
-    case ErrorCode.INVALID_ARGUMENT:
-      return new RpcError(RpcCode.INVALID_PARAMS, `${what}: ${error.message}`, tagged);
-    default:
-      return new RpcError(RpcCode.INTERNAL_ERROR, `${what}: ${error.message}`, tagged);
+  if (error.code === ErrorCode.TOOL_NOT_ALLOWED) {
+    // Never the pool's own message: it says the name is hidden, and by what.
+    return unknownNameError(requested ?? (typeof data?.prompt === 'string' ? { kind: 'prompt', name: data.prompt } : { kind: 'tool', name: String(data?.tool ?? '') }));
   }
+  const tagged = { code: error.code };
+  const code = jsonRpcCodeOf(error.code);
+  if (error.code === ErrorCode.CALL_INTERRUPTED) {
+    return new RpcError(code, `${what}: ${error.message} (it was not replayed; the pool reconnects, so the next call can succeed)`, tagged);
+  }
+  return new RpcError(code, `${what}: ${error.message}`, tagged);
 }
 
 /** A JSON-RPC error body for an HTTP-level answer (no request id known). */

@@ -1,0 +1,274 @@
+/**
+ * Every `MCPOOL_…` error code, in one table, with the HTTP status and the JSON-RPC error code each
+ * one answers with. Plain data with no import at all, so any package may load it at run time —
+ * `@mcpool/client` does, in a browser (`@mcpool/protocol/errorCodes`).
+ *
+ * The strings are stable: clients match on them. A code names one cause; when two causes need
+ * different handling by a caller, they get two codes.
+ */
+
+/** Every error code mcpool raises, on any surface: library, daemon, bridge and REST client. */
+export const ErrorCode = {
+  // --- Input ---------------------------------------------------------------------------------
+  /** A config file or server entry is malformed; `data` names the file and JSON path. */
+  CONFIG_INVALID: 'MCPOOL_CONFIG_INVALID',
+  /** Options passed to a constructor or method are invalid. */
+  INVALID_ARGUMENT: 'MCPOOL_INVALID_ARGUMENT',
+  /**
+   * The session's filters hide this tool or prompt. Over MCP it answers exactly like a name the
+   * server does not have, so a client cannot probe for what it may not use.
+   */
+  TOOL_NOT_ALLOWED: 'MCPOOL_TOOL_NOT_ALLOWED',
+
+  // --- One call ------------------------------------------------------------------------------
+  /**
+   * The transport was lost while this call was in flight; its result is unknown (the server may
+   * or may not have acted). Never replayed. Always an `MCPCallInterruptedError`.
+   */
+  CALL_INTERRUPTED: 'MCPOOL_CALL_INTERRUPTED',
+  /** The call did not finish within its timeout (a cancellation was sent upstream). */
+  CALL_TIMEOUT: 'MCPOOL_CALL_TIMEOUT',
+  /** The caller aborted the call (a cancellation was sent upstream). */
+  CALL_CANCELLED: 'MCPOOL_CALL_CANCELLED',
+  /** The upstream MCP server answered with a JSON-RPC error; `data.mcpCode` holds its code. */
+  UPSTREAM_ERROR: 'MCPOOL_UPSTREAM_ERROR',
+  /**
+   * The downstream side (the session's client) refused or failed a request the server sent to
+   * it (sampling, elicitation, roots), or has no handler for it; `data.mcpCode` holds the
+   * JSON-RPC code that goes back to the server.
+   */
+  DOWNSTREAM_ERROR: 'MCPOOL_DOWNSTREAM_ERROR',
+
+  // --- A server entry ------------------------------------------------------------------------
+  /** Starting the server (spawn, connect, initialize, discovery) failed. */
+  SPAWN_FAILED: 'MCPOOL_SPAWN_FAILED',
+  /** Starting the server took longer than the spawn timeout. */
+  SPAWN_TIMEOUT: 'MCPOOL_SPAWN_TIMEOUT',
+  /** The entry's connection to its server was lost (not tied to one call: see CALL_INTERRUPTED). */
+  ENTRY_LOST: 'MCPOOL_ENTRY_LOST',
+  /** The entry kept closing under the acquire: it started, then closed, again and again. */
+  ENTRY_UNSTABLE: 'MCPOOL_ENTRY_UNSTABLE',
+  /** The entry was closing when the request reached it. */
+  ENTRY_CLOSING: 'MCPOOL_ENTRY_CLOSING',
+  /** The server is reconnecting after a transport loss; retry after the `reconnected` event. */
+  NOT_CONNECTED: 'MCPOOL_NOT_CONNECTED',
+  /** The server entry is failed (restart intensity exceeded) until a manual restart. */
+  SERVER_FAILED: 'MCPOOL_SERVER_FAILED',
+  /** The connection actor (worker thread) died or stopped answering. */
+  ACTOR_DIED: 'MCPOOL_ACTOR_DIED',
+  /** A message port closed before the answer came. */
+  PORT_CLOSED: 'MCPOOL_PORT_CLOSED',
+
+  // --- The pool ------------------------------------------------------------------------------
+  /** The workspace budget refuses a new live connection (mode `enforce`). */
+  BUDGET_EXHAUSTED: 'MCPOOL_BUDGET_EXHAUSTED',
+  /** The pool is draining (drainAll) and accepts no new acquire. */
+  POOL_DRAINING: 'MCPOOL_POOL_DRAINING',
+  /** The PooledConnection was released; no call can go through it any more. */
+  CONNECTION_RELEASED: 'MCPOOL_CONNECTION_RELEASED',
+  /** An internal invariant broke, or something threw that mcpool did not expect: a bug in mcpool. */
+  INTERNAL: 'MCPOOL_INTERNAL',
+
+  // --- The daemon's HTTP surfaces --------------------------------------------------------------
+  /** The request is malformed: bad JSON, a body or query that does not fit the route. */
+  BAD_REQUEST: 'MCPOOL_BAD_REQUEST',
+  /** No bearer token, or one the daemon does not know. */
+  UNAUTHORIZED: 'MCPOOL_UNAUTHORIZED',
+  /** The token lacks the right, or the Host / Origin is not allowed. */
+  FORBIDDEN: 'MCPOOL_FORBIDDEN',
+  /** No such route, server, entry or session. */
+  NOT_FOUND: 'MCPOOL_NOT_FOUND',
+  /** The request body is larger than the daemon accepts. */
+  PAYLOAD_TOO_LARGE: 'MCPOOL_PAYLOAD_TOO_LARGE',
+  /** Bodies are JSON only (this also stops cross-site "simple" POSTs). */
+  UNSUPPORTED_MEDIA_TYPE: 'MCPOOL_UNSUPPORTED_MEDIA_TYPE',
+  /** The config file on disk is invalid; nothing of it was applied. */
+  CONFIG_REJECTED: 'MCPOOL_CONFIG_REJECTED',
+  /** The daemon is shutting down and takes no new work. */
+  SHUTTING_DOWN: 'MCPOOL_SHUTTING_DOWN',
+  /** The configured servers are still warming up (`/readyz`). */
+  NOT_READY: 'MCPOOL_NOT_READY',
+  /** The pool in use has no support for this operation. */
+  NOT_IMPLEMENTED: 'MCPOOL_NOT_IMPLEMENTED',
+
+  // --- The stdio bridge (in `error.data.code` of the JSON-RPC errors it writes itself) ---------
+  /** The daemon did not answer (connection refused) within the bounded retries. */
+  BRIDGE_UNREACHABLE: 'MCPOOL_BRIDGE_UNREACHABLE',
+  /** The daemon session expired and re-initializing it failed. */
+  BRIDGE_REINIT_FAILED: 'MCPOOL_BRIDGE_REINIT_FAILED',
+  /** The daemon answered 404 for the session again right after re-initializing. */
+  BRIDGE_SESSION_NOT_FOUND: 'MCPOOL_BRIDGE_SESSION_NOT_FOUND',
+  /** The daemon session was lost while the request was in flight: its outcome is unknown. */
+  BRIDGE_SESSION_LOST: 'MCPOOL_BRIDGE_SESSION_LOST',
+  /** The response stream ended (or broke) before the answer came. */
+  BRIDGE_STREAM_ENDED: 'MCPOOL_BRIDGE_STREAM_ENDED',
+  /** The daemon answered with an HTTP error. */
+  BRIDGE_HTTP_ERROR: 'MCPOOL_BRIDGE_HTTP_ERROR',
+  /** The daemon answered something that is not JSON-RPC. */
+  BRIDGE_BAD_RESPONSE: 'MCPOOL_BRIDGE_BAD_RESPONSE',
+
+  // --- The REST client (`@mcpool/client`): the request got no usable answer ------------------
+  /** The daemon could not be reached (connection refused, DNS, reset). */
+  UNREACHABLE: 'MCPOOL_UNREACHABLE',
+  /** No answer within the client's timeout (or an event stream went silent). */
+  REQUEST_TIMEOUT: 'MCPOOL_REQUEST_TIMEOUT',
+  /** The caller aborted the request. */
+  REQUEST_ABORTED: 'MCPOOL_REQUEST_ABORTED',
+  /** The answer is not what the daemon sends (not JSON, no body). */
+  BAD_RESPONSE: 'MCPOOL_BAD_RESPONSE',
+  /** An error status whose body is not the daemon's (a proxy, a crash). */
+  HTTP_ERROR: 'MCPOOL_HTTP_ERROR',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The codes `@mcpool/client` raises itself when a request got no usable answer. */
+export type ClientErrorCode =
+  | typeof ErrorCode.UNREACHABLE
+  | typeof ErrorCode.REQUEST_TIMEOUT
+  | typeof ErrorCode.REQUEST_ABORTED
+  | typeof ErrorCode.BAD_RESPONSE
+  | typeof ErrorCode.HTTP_ERROR;
+
+const KNOWN: ReadonlySet<string> = new Set(Object.values(ErrorCode));
+
+/** True when `value` is one of the codes in {@link ErrorCode}. */
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && KNOWN.has(value);
+}
+
+/**
+ * JSON-RPC error codes mcpool answers with. -32768..-32000 are JSON-RPC's; -32000..-32099 are the
+ * "server error" range, whose meanings here are the MCP SDKs' (and LSP's for cancellation).
+ */
+export const JsonRpcCode = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  /** A bug on the answering side (JSON-RPC's "internal error"). */
+  INTERNAL_ERROR: -32603,
+  /** The request could not be served and will not be: the answering side is unavailable, the connection it needed was lost. */
+  SERVER_ERROR: -32000,
+  /** The SDKs' `RequestTimeout`. The SDK's Streamable HTTP server also answers an unknown session with it (HTTP 404). */
+  REQUEST_TIMEOUT: -32001,
+  /** MCP's "resource not found". */
+  RESOURCE_NOT_FOUND: -32002,
+  /** The request was cancelled by its sender (LSP's `RequestCancelled`). */
+  REQUEST_CANCELLED: -32800,
+} as const;
+
+export type JsonRpcCode = (typeof JsonRpcCode)[keyof typeof JsonRpcCode];
+
+/**
+ * Code → HTTP status, for every code: what the REST API answers with, and the status the bridge
+ * and the client record. Client faults are 4xx; failures of mcpool or of a server are 5xx
+ * (502 when a server or the daemon behind a relay failed, 503 when it may work later, 504 on a
+ * deadline). 499 ("client closed request") is for a call its caller gave up on.
+ */
+export const HTTP_STATUS = Object.freeze({
+  [ErrorCode.CONFIG_INVALID]: 400,
+  [ErrorCode.INVALID_ARGUMENT]: 400,
+  [ErrorCode.TOOL_NOT_ALLOWED]: 403,
+  [ErrorCode.CALL_INTERRUPTED]: 502,
+  [ErrorCode.CALL_TIMEOUT]: 504,
+  [ErrorCode.CALL_CANCELLED]: 499,
+  [ErrorCode.UPSTREAM_ERROR]: 502,
+  [ErrorCode.DOWNSTREAM_ERROR]: 502,
+  [ErrorCode.SPAWN_FAILED]: 502,
+  [ErrorCode.SPAWN_TIMEOUT]: 504,
+  [ErrorCode.ENTRY_LOST]: 502,
+  [ErrorCode.ENTRY_UNSTABLE]: 502,
+  [ErrorCode.ENTRY_CLOSING]: 503,
+  [ErrorCode.NOT_CONNECTED]: 503,
+  [ErrorCode.SERVER_FAILED]: 502,
+  [ErrorCode.ACTOR_DIED]: 502,
+  [ErrorCode.PORT_CLOSED]: 502,
+  [ErrorCode.BUDGET_EXHAUSTED]: 503,
+  [ErrorCode.POOL_DRAINING]: 503,
+  [ErrorCode.CONNECTION_RELEASED]: 409,
+  [ErrorCode.INTERNAL]: 500,
+  [ErrorCode.BAD_REQUEST]: 400,
+  [ErrorCode.UNAUTHORIZED]: 401,
+  [ErrorCode.FORBIDDEN]: 403,
+  [ErrorCode.NOT_FOUND]: 404,
+  [ErrorCode.PAYLOAD_TOO_LARGE]: 413,
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
+  [ErrorCode.CONFIG_REJECTED]: 409,
+  [ErrorCode.SHUTTING_DOWN]: 503,
+  [ErrorCode.NOT_READY]: 503,
+  [ErrorCode.NOT_IMPLEMENTED]: 501,
+  [ErrorCode.BRIDGE_UNREACHABLE]: 502,
+  [ErrorCode.BRIDGE_REINIT_FAILED]: 502,
+  [ErrorCode.BRIDGE_SESSION_NOT_FOUND]: 502,
+  [ErrorCode.BRIDGE_SESSION_LOST]: 502,
+  [ErrorCode.BRIDGE_STREAM_ENDED]: 502,
+  [ErrorCode.BRIDGE_HTTP_ERROR]: 502,
+  [ErrorCode.BRIDGE_BAD_RESPONSE]: 502,
+  [ErrorCode.UNREACHABLE]: 502,
+  [ErrorCode.REQUEST_TIMEOUT]: 504,
+  [ErrorCode.REQUEST_ABORTED]: 499,
+  [ErrorCode.BAD_RESPONSE]: 502,
+  [ErrorCode.HTTP_ERROR]: 502,
+} as const satisfies Record<ErrorCode, number>);
+
+/**
+ * Code → JSON-RPC error code, for every code: what `/mcp` and the bridge answer with. Where the
+ * error carries a code of its own (`data.mcpCode` of UPSTREAM_ERROR / DOWNSTREAM_ERROR, the
+ * daemon's answer relayed by the bridge), that one is sent instead and this is the fallback.
+ */
+export const JSON_RPC_CODE = Object.freeze({
+  [ErrorCode.CONFIG_INVALID]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.INVALID_ARGUMENT]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.TOOL_NOT_ALLOWED]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.CALL_INTERRUPTED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.CALL_TIMEOUT]: JsonRpcCode.REQUEST_TIMEOUT,
+  [ErrorCode.CALL_CANCELLED]: JsonRpcCode.REQUEST_CANCELLED,
+  [ErrorCode.UPSTREAM_ERROR]: JsonRpcCode.INTERNAL_ERROR,
+  [ErrorCode.DOWNSTREAM_ERROR]: JsonRpcCode.INTERNAL_ERROR,
+  [ErrorCode.SPAWN_FAILED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.SPAWN_TIMEOUT]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.ENTRY_LOST]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.ENTRY_UNSTABLE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.ENTRY_CLOSING]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.NOT_CONNECTED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.SERVER_FAILED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.ACTOR_DIED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.PORT_CLOSED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BUDGET_EXHAUSTED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.POOL_DRAINING]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.CONNECTION_RELEASED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.INTERNAL]: JsonRpcCode.INTERNAL_ERROR,
+  [ErrorCode.BAD_REQUEST]: JsonRpcCode.INVALID_REQUEST,
+  [ErrorCode.UNAUTHORIZED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.FORBIDDEN]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.NOT_FOUND]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.PAYLOAD_TOO_LARGE]: JsonRpcCode.INVALID_REQUEST,
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: JsonRpcCode.INVALID_REQUEST,
+  [ErrorCode.CONFIG_REJECTED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.SHUTTING_DOWN]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.NOT_READY]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.NOT_IMPLEMENTED]: JsonRpcCode.METHOD_NOT_FOUND,
+  [ErrorCode.BRIDGE_UNREACHABLE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_REINIT_FAILED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_SESSION_NOT_FOUND]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_SESSION_LOST]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_STREAM_ENDED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_HTTP_ERROR]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_BAD_RESPONSE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.UNREACHABLE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.REQUEST_TIMEOUT]: JsonRpcCode.REQUEST_TIMEOUT,
+  [ErrorCode.REQUEST_ABORTED]: JsonRpcCode.REQUEST_CANCELLED,
+  [ErrorCode.BAD_RESPONSE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.HTTP_ERROR]: JsonRpcCode.SERVER_ERROR,
+} as const satisfies Record<ErrorCode, JsonRpcCode>);
+
+/** The HTTP status of `code`; a string that is not one of ours is a 500. */
+export function httpStatusOf(code: string): number {
+  return isErrorCode(code) ? HTTP_STATUS[code] : 500;
+}
+
+/** The JSON-RPC error code of `code`; a string that is not one of ours is an internal error. */
+export function jsonRpcCodeOf(code: string): JsonRpcCode {
+  return isErrorCode(code) ? JSON_RPC_CODE[code] : JsonRpcCode.INTERNAL_ERROR;
+}
