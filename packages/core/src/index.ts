@@ -26,3 +26,4 @@ export {
   isWorkspaceScopedBudgetEvent,
 } from '@mcpool/protocol';
 export type { ConnectionId, PoolEvent, ServerConfig, SessionTool, UpstreamNotification } from '@mcpool/protocol';
+export type { LogFn, LogLevel, Logger } from '@mcpool/protocol';
