@@ -65,7 +65,7 @@ export interface DaemonOptions {
   env?: Record<string, string | undefined>;
   /** Reads the config again (reload). @default reloading is refused */
   reloadConfig?: () => Promise<LoadedConfig>;
-  /** Where the pool keeps its ledger of owned process groups (crash leftovers are reaped from it at start). @default the pool's default */
+  /** Where the pool keeps its ledger of owned process groups (crash leftovers are reaped from it at start); `false`: no ledger, no reap. @default the pool's default */
   groupLedgerDir?: string | false;
   /** Extra pool options (tests shorten timings). */
   poolOptions?: Partial<McpTransportPoolOptions>;
@@ -139,6 +139,8 @@ export class Daemon {
       logger: this.#logger,
       onEvent: (event) => this.#onPoolEvent(event),
       defaultSharing: daemonDefaultSharing,
+      // A daemon owns its machine's servers: it ends what a crashed run of it left.
+      reapLeftovers: options.groupLedgerDir !== false,
       ...(options.groupLedgerDir === undefined ? {} : { stateDir: options.groupLedgerDir }),
       ...options.poolOptions,
     });
@@ -172,6 +174,8 @@ export class Daemon {
    * each settles. Resolves when all have settled (a failed start is logged, not thrown).
    */
   start(): Promise<void> {
+    // Crash leftovers are reaped before anything is spawned.
+    this.pool.start();
     this.#watchTimer ??= setInterval(() => this.checkEntries(), this.#settings.statusPollMs).unref();
     const warming = this.#serialize(() => this.#warmAll());
     return warming;

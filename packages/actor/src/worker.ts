@@ -4,12 +4,12 @@
  * The thread boots, imports the SDK (the costly part, ~150 ms) and waits for `start`, so the
  * supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
  * channel per attached session; view traffic never passes through the supervisor.
- * It never logs with console (relayed through the main thread, late); pino writes to fd 2.
+ * It never logs with console (relayed through the main thread, late) nor to a file descriptor:
+ * its log lines go to the supervisor as records (`./log.ts`), at the level the supervisor sets.
  */
-import { writeSync } from 'node:fs';
 import { isMainThread, parentPort, threadId } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import {
   ErrorCode,
   MCPCallInterruptedError,
@@ -30,13 +30,15 @@ import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
+import { createActorLogger } from './log.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('@mcpool/actor/worker must run in a worker thread');
 }
 const control = parentPort;
 
-let logger: Logger = pino({ level: 'info', base: { component: 'actor', threadId } }, pino.destination({ dest: 2, sync: false }));
+// `channel` is read when a line is logged, never before the module has set it up.
+let logger: Logger = createActorLogger((record) => channel.emit('log', record), { threadId });
 let args: ActorStartArgs | undefined;
 let machine: Actor<typeof connectionMachine> | undefined;
 let connection: ServerConnection | undefined;
@@ -313,13 +315,8 @@ function fatal(error: unknown): void {
   } catch {
     // the group may be gone already
   }
-  // The async log destination would lose this line at exit: write it synchronously.
-  const err = error instanceof Error ? { type: error.name, message: error.message, stack: error.stack } : { message: String(error) };
-  try {
-    if (logger.isLevelEnabled('fatal')) writeSync(2, `${JSON.stringify({ level: 60, time: Date.now(), component: 'actor', threadId, server: args?.serverName, entryIndex: args?.entryIndex, err, msg: 'actor died' })}\n`);
-  } catch {
-    // stderr is gone: nothing more to do
-  }
+  // Posted synchronously: a message sent before the thread exits still reaches the supervisor.
+  logger.fatal({ err: error }, 'actor died');
   if (stdio === undefined) process.exit(1);
   void stdio.waitForExit(300).finally(() => process.exit(1));
 }

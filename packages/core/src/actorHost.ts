@@ -9,12 +9,19 @@
  *
  * A worker's exit is watched: every pending control call rejects with `MCPOOL_ACTOR_DIED`, and
  * the child's process group is killed, because children belong to the process, not the thread.
+ *
+ * A guest in its host's process: an idle actor (no session holds it) is `unref`'d, like the spare,
+ * so it never keeps the host alive; and when the host exits without draining, the process groups
+ * its actors still hold are SIGKILLed synchronously in `process.on('exit')` (children run in
+ * their own group, so nothing else would end them). Only groups an actor reported starting, by
+ * pgid, and only while the leader is still the process that was recorded.
  */
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isSameProcess, processExists, signalTracked, snapshotTree, startTimeOf } from '@mcpool/protocol/processTree';
-import { ErrorCode, PoolError, RpcChannel, type RpcRequestOptions } from '@mcpool/protocol';
+import { ErrorCode, PoolError, RpcChannel, type LogRecord, type Logger, type RpcRequestOptions } from '@mcpool/protocol';
+import { SILENT_LOGGER, writeRecord } from './logging.js';
 
 export interface ActorHostOptions {
   /** The actor's worker entry (compiled JS). @default the `@mcpool/actor/worker` module */
@@ -40,12 +47,19 @@ export class ActorHandle {
   #lastError: Error | undefined;
   /** Process groups this actor started and has not reported reaped, with their leader's start time. */
   readonly #groups = new Map<number, string | undefined>();
+  /** Set once a shutdown or terminate began: the worker stays ref'd until it has exited. */
+  #ending = false;
 
-  constructor(worker: Worker) {
+  /** `log` receives the actor's log records (a child logger bound to its entry). */
+  constructor(worker: Worker, log: Logger = SILENT_LOGGER) {
     this.worker = worker;
     this.control = new RpcChannel(worker, {
       ownsPort: false,
       onEvent: (ev, data) => {
+        if (ev === 'log') {
+          writeRecord(log, data as LogRecord);
+          return;
+        }
         if (ev === 'spawned') {
           const { pgid } = data as { pgid: number };
           this.pgid = pgid;
@@ -95,12 +109,41 @@ export class ActorHandle {
     this.#exitListeners.add(listener);
   }
 
+  /** A held actor keeps the host process alive (its sessions are using it). */
+  ref(): void {
+    if (this.alive) this.worker.ref();
+  }
+
+  /**
+   * An idle actor does not keep the host alive: a host that exits meanwhile kills its group (see
+   * {@link killGroupsNow}). Ignored once a shutdown began, which must be allowed to finish.
+   */
+  unref(): void {
+    if (this.alive && !this.#ending) this.worker.unref();
+  }
+
+  /**
+   * Synchronously SIGKILLs every process group this actor started and still holds, when the
+   * leader is the recorded process. For the host's exit: nothing can be awaited there.
+   */
+  killGroupsNow(): void {
+    for (const [pgid, startTime] of this.#groups) {
+      if (pgid <= 1 || !leaderUnchanged(pgid, startTime)) continue;
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }
+  }
+
   /**
    * Asks the actor to close (child tree ended gracefully), waits for the thread to exit, and
    * falls back to `terminate()` plus a group SIGKILL past `timeoutMs`.
    */
   async shutdown(reason: string, timeoutMs: number): Promise<void> {
     if (!this.alive) return;
+    this.#ending = true;
     this.worker.ref();
     const closed = this.control.request('close', { reason }, { timeoutMs }).catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
@@ -118,6 +161,8 @@ export class ActorHandle {
    * under the supervisor, because Node cannot reap a pid it has no handle for.
    */
   async terminate(options: { blocked?: boolean } = {}): Promise<void> {
+    this.#ending = true;
+    if (this.alive) this.worker.ref();
     await this.killTree({ reap: !options.blocked });
     if (!this.alive) return;
     await this.worker.terminate();
@@ -163,6 +208,24 @@ function leaderUnchanged(pgid: number, startTime: string | undefined): boolean {
 }
 
 
+/** Hosts with actors that may still hold process groups; one `exit` listener serves them all. */
+const openHosts = new Set<ActorHost>();
+
+function killHeldGroupsAtExit(): void {
+  for (const host of openHosts) host.killGroupsNow();
+}
+
+function trackOpen(host: ActorHost, open: boolean): void {
+  if (open === openHosts.has(host)) return;
+  if (open) {
+    if (openHosts.size === 0) process.on('exit', killHeldGroupsAtExit);
+    openHosts.add(host);
+  } else {
+    openHosts.delete(host);
+    if (openHosts.size === 0) process.off('exit', killHeldGroupsAtExit);
+  }
+}
+
 export class ActorHost {
   readonly #workerPath: string;
   readonly #resourceLimits: ResourceLimits;
@@ -197,15 +260,19 @@ export class ActorHost {
     this.#spare = spare;
   }
 
-  /** A worker for a new actor: the warm spare when there is one, then a new spare is booted. */
-  create(): ActorHandle {
+  /**
+   * A worker for a new actor (ref'd until the pool calls `unref` on it): the warm spare when
+   * there is one, then a new spare is booted. `log` receives the actor's log records.
+   */
+  create(log?: Logger): ActorHandle {
     if (this.#closed) throw new PoolError(ErrorCode.POOL_DRAINING, 'the actor host is closed');
     let worker = this.#spare;
     this.#spare = undefined;
     if (worker === undefined) worker = this.#newWorker();
     worker.ref();
-    const handle = new ActorHandle(worker);
+    const handle = new ActorHandle(worker, log);
     this.#live.add(handle);
+    trackOpen(this, true);
     void handle.exited.then(() => this.#live.delete(handle));
     this.prewarm();
     return handle;
@@ -217,6 +284,12 @@ export class ActorHost {
     const spare = this.#spare;
     this.#spare = undefined;
     await Promise.all([spare?.terminate(), ...[...this.#live].map((handle) => handle.terminate())]);
+    trackOpen(this, false);
+  }
+
+  /** Synchronously SIGKILLs the process groups every live actor holds (the host is exiting). */
+  killGroupsNow(): void {
+    for (const handle of this.#live) handle.killGroupsNow();
   }
 
   #newWorker(): Worker {

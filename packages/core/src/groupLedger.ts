@@ -3,9 +3,11 @@
  * run left behind (detached children outlive their parent: that is what the group is for).
  *
  * One file per pool instance (`pool-<pid>-<random>.json`), so pools that run side by side never
- * touch each other's records. At start, files whose owner is gone are reaped: each recorded group
- * is killed only when its leader's pid, start time and command line all still match the record —
- * a recycled pid is never signalled.
+ * touch each other's records. Nothing touches the disk until the first group is recorded (the
+ * directory is made then) or a reap is asked for. A reap ends the files whose owner is gone: each
+ * recorded group is killed only when its leader's pid, start time and command line all still
+ * match the record — a recycled pid is never signalled. The match needs `/proc` (Linux); where it
+ * is absent no leader matches, so nothing is reaped.
  */
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -45,6 +47,7 @@ export class GroupLedger {
   readonly file: string;
   readonly #groups = new Map<number, GroupRecord>();
   #disabled = false;
+  #dirMade = false;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -56,10 +59,9 @@ export class GroupLedger {
     const result: ReapResult = { files: 0, killed: 0, skipped: 0 };
     let names: string[];
     try {
-      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       names = readdirSync(this.dir);
     } catch {
-      this.#disabled = true;
+      // No directory: no run has left anything. Unreadable: the first write will tell.
       return result;
     }
     for (const name of names) {
@@ -104,7 +106,7 @@ export class GroupLedger {
   /** Removes this pool's file (clean shutdown). */
   dispose(): void {
     this.#groups.clear();
-    if (this.#disabled) return;
+    if (this.#disabled || !this.#dirMade) return;
     try {
       rmSync(this.file, { force: true });
     } catch {
@@ -116,6 +118,8 @@ export class GroupLedger {
     if (this.#disabled) return;
     const ledger: LedgerFile = { ownerPid: process.pid, ownerStartTime: startTimeOf(process.pid), groups: [...this.#groups.values()] };
     try {
+      if (!this.#dirMade) mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      this.#dirMade = true;
       // Write then rename: a crash mid-write never leaves a truncated ledger.
       const temp = `${this.file}.tmp`;
       writeFileSync(temp, JSON.stringify(ledger), { mode: 0o600 });

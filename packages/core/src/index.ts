@@ -30,3 +30,4 @@ export {
   isWorkspaceScopedBudgetEvent,
 } from '@mcpool/protocol';
 export type { ConnectionId, PoolEvent, ServerConfig, SessionTool, SharingPolicy, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
+export type { LogFn, LogLevel, Logger } from '@mcpool/protocol';

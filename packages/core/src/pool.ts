@@ -14,7 +14,6 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { pino, type Logger } from 'pino';
 import {
   DEFAULT_POOLED_TRANSPORTS,
   ErrorCode,
@@ -32,6 +31,8 @@ import {
   type BudgetEvent,
   type ConnectionId,
   type EntryStatus,
+  type LogLevel,
+  type Logger,
   type PoolEvent,
   type ServerConfig,
   type SharingPolicy,
@@ -44,6 +45,7 @@ import { WorkspaceBudget, type BudgetCell, type BudgetOptions } from './budget.j
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { countZombieChildren } from '@mcpool/protocol/processTree';
 import { PooledConnection } from './pooledConnection.js';
+import { SILENT_LOGGER, actorLogLevel } from './logging.js';
 import type { SessionFields } from './sessionFilter.js';
 
 /** What the pool knows about a server when it picks the sharing policy its config does not set. */
@@ -90,8 +92,16 @@ export interface McpTransportPoolOptions {
   callTimeoutMs?: number;
   /** Budget of each child shutdown step (stdin end, SIGTERM). @default 2000 */
   shutdownStepMs?: number;
-  /** pino logger; child loggers are made per layer. @default pino on stderr at `$MCPOOL_LOG_LEVEL`, else 'warn' */
+  /**
+   * Where the pool logs (pino satisfies the interface; child loggers carry `component`, `server`,
+   * `entryIndex`). Actor threads' lines come here too. Without one the pool writes nothing anywhere.
+   */
   logger?: Logger;
+  /**
+   * The least severe level actor threads send to `logger` (below it a line is not even built).
+   * @default the logger's own `level` when it has one (pino), read at each spawn; else 'info'
+   */
+  logLevel?: LogLevel | 'silent';
   /** Receives entry lifecycle and budget events. A throwing listener is logged, never fatal. */
   onEvent?: (event: PoolEvent) => void;
   /** Actor thread hosting. */
@@ -108,8 +118,18 @@ export interface McpTransportPoolOptions {
   restartIntensity?: { maxRestarts: number; periodMs: number };
   /** Reconnect backoff after a transport loss. @default stdio 3 tries, the first at once, then 500 ms apart; remote 5 tries, 1 s doubling to 16 s */
   reconnect?: { stdio?: ReconnectPolicy; remote?: ReconnectPolicy };
-  /** Where the ledger of owned process groups lives (crash leftovers are reaped from it at start); `false` turns it off. @default $XDG_STATE_HOME/mcpool/groups */
+  /**
+   * Where the pool records the process groups it owns (one file per pool, written from the first
+   * spawn), so that a later run can end what a crash left. `false` or unset: no record, nothing
+   * on disk. @default none; with `reapLeftovers`, `$XDG_STATE_HOME/mcpool/groups` (else `~/.local/state/mcpool/groups`)
+   */
   stateDir?: string | false;
+  /**
+   * At start (`start()` or the first acquire), SIGKILL the process groups that pools whose process
+   * is gone recorded in `stateDir`, when each leader still matches its record (pid, start time,
+   * command line: read from `/proc`, so this reaps on Linux only). Turns the ledger on. @default false
+   */
+  reapLeftovers?: boolean;
 }
 
 export type ReconnectPolicy = NonNullable<ActorStartArgs['reconnect']>;
@@ -234,6 +254,9 @@ export class McpTransportPool {
   /** Salts owner digests, so neither keys nor labels can be matched to a guessed principal. */
   readonly #ownerSalt = randomBytes(16);
   readonly #logger: Logger;
+  /** The host's logger itself (the pool's own lines go to a `component: 'pool'` child). */
+  readonly #rootLogger: Logger | undefined;
+  readonly #logLevel: LogLevel | 'silent' | undefined;
   readonly #onEvent: ((event: PoolEvent) => void) | undefined;
   readonly #host: ActorHost;
   readonly #budget: WorkspaceBudget;
@@ -250,12 +273,19 @@ export class McpTransportPool {
   readonly #failures = new Map<ConnectionId, number[]>();
   /** Teardowns under way per key: a replacement spawns only once the old tree is gone. */
   readonly #retiring = new Map<ConnectionId, Promise<void>>();
-  readonly #heartbeat: NodeJS.Timeout;
+  #heartbeat: NodeJS.Timeout | undefined;
+  readonly #heartbeatIntervalMs: number;
   readonly #heartbeatTimeoutMs: number;
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
   readonly #ledger: GroupLedger | undefined;
+  readonly #reapLeftovers: boolean;
+  #started = false;
 
+  /**
+   * Checks the options and does nothing else: no disk, no signal, no thread, no timer. The pool's
+   * background work begins at {@link start} (or the first acquire).
+   */
   constructor(options: McpTransportPoolOptions = {}) {
     const positive = (name: string, value: number | undefined, fallback: number): number => {
       if (value === undefined) return fallback;
@@ -272,7 +302,9 @@ export class McpTransportPool {
     };
     this.#defaultSharing = options.defaultSharing ?? 'shared';
     if (typeof this.#defaultSharing !== 'function') assertSharingPolicy(this.#defaultSharing, 'options.defaultSharing');
-    this.#logger = (options.logger ?? pino({ level: process.env.MCPOOL_LOG_LEVEL ?? 'warn' }, pino.destination(2))).child({ component: 'pool' });
+    this.#rootLogger = options.logger;
+    this.#logLevel = options.logLevel;
+    this.#logger = (options.logger ?? SILENT_LOGGER).child({ component: 'pool' });
     this.#onEvent = options.onEvent;
     this.#budget = new WorkspaceBudget(options.budget ?? {}, (event) => this.#emitBudget(event));
     this.#host = new ActorHost(options.actorHost);
@@ -281,13 +313,28 @@ export class McpTransportPool {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.restartIntensity must be { maxRestarts: integer ≥ 0, periodMs: > 0 }');
     }
     this.#reconnect = options.reconnect ?? {};
-    if (options.stateDir !== false) {
-      this.#ledger = new GroupLedger(options.stateDir ?? defaultStateDir());
+    this.#reapLeftovers = options.reapLeftovers === true;
+    if (this.#reapLeftovers && options.stateDir === false) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.reapLeftovers needs a stateDir, got stateDir: false');
+    // No I/O here: the ledger makes its directory when it records its first group.
+    const stateDir = typeof options.stateDir === 'string' ? options.stateDir : this.#reapLeftovers ? defaultStateDir() : undefined;
+    this.#ledger = stateDir === undefined ? undefined : new GroupLedger(stateDir);
+    this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
+    this.#heartbeatIntervalMs = positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300);
+  }
+
+  /**
+   * Starts the pool's background work now rather than at the first acquire: the crash-leftover
+   * reap (with `reapLeftovers`), the warm spare thread and the heartbeat (an unref'd timer).
+   * Idempotent, synchronous; a no-op once `drainAll()` began.
+   */
+  start(): void {
+    if (this.#started || this.#draining) return;
+    this.#started = true;
+    if (this.#reapLeftovers && this.#ledger !== undefined) {
       const reaped = this.#ledger.reapLeftovers();
       if (reaped.killed > 0) this.#logger.warn(reaped, 'killed process groups left by a crashed run');
     }
-    this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
-    this.#heartbeat = setInterval(() => this.#pingActors(), positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300));
+    this.#heartbeat = setInterval(() => this.#pingActors(), this.#heartbeatIntervalMs);
     this.#heartbeat.unref();
     this.#host.prewarm();
   }
@@ -318,6 +365,7 @@ export class McpTransportPool {
     if (client !== undefined && (typeof client !== 'object' || client === null || Array.isArray(client) || !isCloneable(client))) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.client must be a plain object of JSON-like values (it is sent to the actor thread)');
     }
+    this.start();
     const config = normalizeServerConfig(cfg, { path: name }).config;
     const fields = sessionFieldsOf(config);
     const pooled = isPoolable(config, this.#options.pooledTransports);
@@ -621,7 +669,7 @@ export class McpTransportPool {
     const entryIndex = this.#nextEntryIndex.get(name) ?? 0;
     this.#nextEntryIndex.set(name, entryIndex + 1);
     const spawnTimeoutMs = this.#spawnTimeoutFor(config);
-    const handle = this.#host.create();
+    const handle = this.#host.create(this.#rootLogger?.child({ component: 'actor', server: name, entryIndex }));
     const entry: PoolEntry = {
       id,
       serverName: name,
@@ -654,7 +702,7 @@ export class McpTransportPool {
       drainDelayMs: this.#options.drainDelayMs,
       maxIdleMs: this.#options.maxIdleMs,
       shutdownStepMs: this.#options.shutdownStepMs,
-      logLevel: this.#logger.level,
+      logLevel: actorLogLevel(this.#rootLogger, this.#logLevel),
       reconnect: config.transport === 'stdio' ? this.#reconnect.stdio : this.#reconnect.remote,
     };
     const started = Date.now();
@@ -697,6 +745,7 @@ export class McpTransportPool {
     try {
       if (entry.idle) {
         entry.idle = false;
+        entry.handle.ref();
         // Same channel as the attach below, so the actor leaves `draining` before it attaches.
         void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
       }
@@ -739,6 +788,8 @@ export class McpTransportPool {
       return;
     }
     entry.idle = true;
+    // Nobody holds it: it must not keep the host alive (a host that exits kills its group).
+    entry.handle.unref();
     void entry.handle.request('setIdle', { idle: true }).catch(() => undefined);
   }
 

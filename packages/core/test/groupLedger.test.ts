@@ -50,9 +50,11 @@ function newStateDir(): string {
   return dir;
 }
 
+/** A started pool that reaps: reaping is opt-in and happens at start, not at construction. */
 function newPool(options: ConstructorParameters<typeof McpTransportPool>[0]): McpTransportPool {
-  const pool = new McpTransportPool({ drainDelayMs: 30_000, ...options });
+  const pool = new McpTransportPool({ drainDelayMs: 30_000, reapLeftovers: true, ...options });
   pools.push(pool);
+  pool.start();
   return pool;
 }
 

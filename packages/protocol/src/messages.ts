@@ -156,3 +156,38 @@ export interface ViewEvents {
   /** The connection status changed. */
   status: { status: 'disconnected' | 'reconnected' | 'failed'; generation: number; clientGeneration: number; reason?: DisconnectReason; error?: WireError };
 }
+
+/**
+ * What a pool writes its logs to: a host's logger, pino or any object with these methods.
+ * Without one the pool writes nothing anywhere. `child` adds bindings to every line it logs.
+ */
+export interface Logger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+/** pino's call shapes: fields first and a message, or a message alone. */
+export interface LogFn {
+  (fields: object, msg?: string): void;
+  (msg: string): void;
+}
+
+/** The levels a pool logs at, least severe first. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** One log line of an actor thread, written by the supervisor to the host's logger. */
+export interface LogRecord {
+  level: LogLevel;
+  msg: string;
+  /** The line's own fields and the actor's bindings, as plain JSON. */
+  fields: Record<string, unknown>;
+}
+
+/** Merged into the actor events above. */
+export interface ActorEvents {
+  /** A log line of the actor; nothing is sent below the level the supervisor asked for. */
+  log: LogRecord;
+}
