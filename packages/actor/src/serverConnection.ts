@@ -127,7 +127,8 @@ export class ServerConnection {
           lastError = error;
         };
         // The SDK's connect() starts the transport (spawn), then initializes.
-        await connectClient(client, stdio, signal, () => describeStdioFailure(stdio));
+        // The stderr tail of a failed start may hold the server's credentials, like any stderr line.
+        await connectClient(client, stdio, signal, () => scrub(describeStdioFailure(stdio)));
       } else if (config.transport === 'http' || config.transport === 'sse') {
         transport = await connectRemote(client, config, signal, logger);
       } else if (config.transport === 'websocket') {

@@ -227,6 +227,8 @@ interface PoolEntry {
   pinging: boolean;
   /** Set when the heartbeat gave up on the actor (its exit is then a death, whatever the code). */
   unresponsive?: boolean;
+  /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
+  generation: number;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -578,6 +580,10 @@ export class McpTransportPool {
    */
   async drainAll(options: DrainAllOptions = {}): Promise<DrainAllResult> {
     const { force = false, timeoutMs = 10_000 } = options;
+    // One deadline for the whole drain (spawns in flight, graceful closes, teardowns): each wait
+    // gets what is left of it, so the drain never takes a multiple of `timeoutMs`.
+    const deadline = Date.now() + timeoutMs;
+    const left = (): number => Math.max(0, deadline - Date.now());
     this.#draining = true;
     for (const tokens of this.#pending.values()) for (const token of tokens) token.cancelled = true;
     const entries = [...this.#entries.values()];
@@ -585,7 +591,7 @@ export class McpTransportPool {
     await Promise.all(
       entries.map(async (entry) => {
         // Spawns in flight end within the same deadline.
-        await withDeadline(entry.ready.catch(() => undefined), timeoutMs);
+        await withDeadline(entry.ready.catch(() => undefined), left());
         for (const view of entry.views.values()) view.dispose(new PoolError(ErrorCode.POOL_DRAINING, 'the pool is draining'));
         entry.views.clear();
         try {
@@ -594,7 +600,7 @@ export class McpTransportPool {
             await entry.handle.terminate();
             result.forced += 1;
           } else {
-            const graceful = await withDeadline(this.#closeEntry(entry, 'drainAll').then(() => true), timeoutMs);
+            const graceful = await withDeadline(this.#closeEntry(entry, 'drainAll').then(() => true), left());
             if (graceful === true) result.drained += 1;
             else {
               // Still alive at the deadline: kill the thread and the whole tree.
@@ -611,7 +617,7 @@ export class McpTransportPool {
     );
     this.#sessions.clear();
     clearInterval(this.#heartbeat);
-    await withDeadline(Promise.allSettled([...this.#retiring.values()]), timeoutMs);
+    await withDeadline(Promise.allSettled([...this.#retiring.values()]), left());
     await this.#host.close();
     this.#budget.dispose();
     this.#ledger?.dispose();
@@ -687,9 +693,10 @@ export class McpTransportPool {
       lastError: undefined,
       restarting: undefined,
       pinging: false,
+      generation: 0,
     };
     this.#entries.set(id, entry);
-    this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: 0, status: 'spawning' });
+    this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: entry.generation, status: 'spawning' });
     const log = this.#logger.child({ server: name, entryIndex });
     handle.onEvent((ev, data) => this.#onActorEvent(entry, ev, data));
     handle.onExit((code) => this.#onActorExit(entry, code));
@@ -711,6 +718,7 @@ export class McpTransportPool {
     entry.ready = (previous === undefined ? Promise.resolve() : withDeadline(previous, this.#options.shutdownStepMs * 2 + 3000))
       .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
       .then((result) => {
+        seenGeneration(entry, result.snapshot.generation);
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
         log.info({ pid: result.pid, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
       })
@@ -719,7 +727,8 @@ export class McpTransportPool {
         entry.lastError = failure.toWire();
         this.#setStatus(entry, 'failed');
         this.#evict(entry);
-        log.warn({ code: failure.code, error: failure.message }, 'spawn failed');
+        // The error goes to every waiter of this spawn; whoever acquired decides what to log.
+        log.debug({ code: failure.code, error: failure.message }, 'spawn failed');
         await handle.shutdown('spawn failed', this.#options.shutdownStepMs * 2 + 1000);
         throw failure;
       });
@@ -824,7 +833,7 @@ export class McpTransportPool {
     this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, failures: times.length, periodMs: this.#intensity.periodMs }, 'restart intensity exceeded: the server stays failed until restarted');
     if (!isTerminal(entry.status)) {
       entry.lastError = lastError;
-      this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, lastError });
+      this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, lastError });
       void this.#closeEntry(entry, 'restart intensity exceeded');
     }
   }
@@ -868,7 +877,8 @@ export class McpTransportPool {
       return;
     }
     if (ev === 'status') {
-      const { status, error } = data as ActorEvents['status'];
+      const { status, error, generation } = data as ActorEvents['status'];
+      seenGeneration(entry, generation);
       if (entry.status === 'spawning' && status === 'active') return; // settled by `ready`
       if (isTerminal(entry.status) && !isTerminal(status)) return;
       this.#setStatus(entry, status);
@@ -883,7 +893,7 @@ export class McpTransportPool {
     }
     if (ev === 'connection') {
       const payload = data as ActorEvents['connection'];
-      const base = { serverName: entry.serverName, entryIndex: entry.entryIndex, generation: payload.generation };
+      const base = { serverName: entry.serverName, entryIndex: entry.entryIndex, generation: seenGeneration(entry, payload.generation) };
       if (payload.status === 'disconnected') {
         this.#emit({ ...base, type: 'disconnected', reason: payload.reason ?? 'transport_closed' });
         if (payload.reason !== 'restart') {
@@ -924,8 +934,8 @@ export class McpTransportPool {
     for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
     entry.views.clear();
     this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, exitCode: code }, 'actor died');
-    this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, reason: 'actor_died' });
-    this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: 0, lastError });
+    this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, reason: 'actor_died' });
+    this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, lastError });
     this.#recordFailure(entry, lastError);
   }
 
@@ -937,7 +947,7 @@ export class McpTransportPool {
       type: 'statusChanged',
       serverName: entry.serverName,
       entryIndex: entry.entryIndex,
-      generation: 0,
+      generation: entry.generation,
       status,
       ...(status === 'failed' && entry.lastError ? { lastError: entry.lastError } : {}),
     });
@@ -999,6 +1009,12 @@ function assertSharingPolicy(value: unknown, what: string): SharingPolicy {
     throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${what} must be one of ${SHARING_POLICIES.join(', ')}, got ${JSON.stringify(value)}`);
   }
   return value as SharingPolicy;
+}
+
+/** Records a generation the actor reported; the entry's never goes down (a late event cannot lower it). */
+function seenGeneration(entry: PoolEntry, generation: number | undefined): number {
+  if (typeof generation === 'number' && generation > entry.generation) entry.generation = generation;
+  return entry.generation;
 }
 
 function isTerminal(status: EntryStatus): boolean {
