@@ -48,10 +48,11 @@ const refsOf = async (server: string): Promise<number[]> => {
 beforeAll(async () => {
   h = await harness(
     {
+      // Shared by every client: these tests are about the gateway; sharing.test.ts covers the default.
       mcpServers: {
-        echo: fixtureConfig('echo.mjs', mark),
-        conformance: fixtureConfig('conformance.mjs', mark),
-        changes: fixtureConfig('listChanged.mjs', mark),
+        echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }),
+        conformance: fixtureConfig('conformance.mjs', mark, { sharing: 'shared' }),
+        changes: fixtureConfig('listChanged.mjs', mark, { sharing: 'shared' }),
       },
       daemon: {
         mcpBodyLimitBytes: 64 * 1024,

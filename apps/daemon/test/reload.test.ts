@@ -21,7 +21,7 @@ async function status(): Promise<WorkspaceMcpStatus> {
 }
 
 function entriesOf(s: WorkspaceMcpStatus, name: string): { entryIndex: number; refs: number; status: string }[] {
-  return s.servers.find((server) => server.name === name)?.entrySummary ?? [];
+  return (s.servers.find((server) => server.name === name)?.entrySummary ?? []).map(({ entryIndex, refs, status }) => ({ entryIndex, refs, status }));
 }
 
 describe('POST /workspace/mcp/reload-all', () => {
@@ -73,7 +73,7 @@ describe('POST /workspace/mcp/reload-all', () => {
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).json()).toMatchObject({ removed: ['prompts'] });
     // The session still holds prompts: it stays, no longer configured, until the session leaves.
     const prompts = (await status()).servers.find((s) => s.name === 'prompts')!;
-    expect(prompts).toMatchObject({ configured: false, entrySummary: [{ entryIndex: 0, refs: 1, status: 'active' }] });
+    expect(prompts).toMatchObject({ configured: false, entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'per-principal' }] });
     await h.request({ method: 'DELETE', url: `/sessions/${session.id}` });
     await vi.waitFor(async () => expect((await status()).servers.map((s) => s.name)).toEqual(['echo']), { timeout: 5000, interval: 50 });
   });

@@ -30,9 +30,10 @@ const mark = marker('routes');
 
 function config(): Record<string, unknown> {
   return {
+    // Shared by every client (these tests are about the routes; sharing.test.ts covers the default).
     mcpServers: {
-      echo: fixtureConfig('echo.mjs', mark),
-      prompts: fixtureConfig('promptsOnly.mjs', mark),
+      echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }),
+      prompts: fixtureConfig('promptsOnly.mjs', mark, { sharing: 'shared' }),
     },
     daemon: {
       drainDelayMs: 200,
@@ -69,7 +70,7 @@ describe('GET /workspace/mcp', () => {
     expect(response.statusCode).toBe(200);
     const body = workspaceMcpSchema.parse(response.json());
     expect(body).toMatchObject({ initialized: true, ready: true, sessions: 0 });
-    expect(body.budget).toEqual({ kind: 'mcp_budget', scope: 'workspace', liveCount: 2, clientBudget: 50, budgetMode: 'warn', status: 'ok' });
+    expect(body.budget).toEqual({ kind: 'mcp_budget', scope: 'workspace', liveCount: 2, clientBudget: 50, budgetMode: 'warn', status: 'ok', bySharing: { shared: 2, 'per-principal': 0, 'per-session': 0 } });
     expect(body.servers.map((s) => s.name)).toEqual(['echo', 'prompts']);
     expect(body.servers[0]).toEqual({
       kind: 'mcp_server',
@@ -80,7 +81,7 @@ describe('GET /workspace/mcp', () => {
       mcpStatus: 'connected',
       entryCount: 1,
       // The warm hold is the one ref.
-      entrySummary: [{ entryIndex: 0, refs: 1, status: 'active' }],
+      entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }],
     });
   });
 
@@ -223,7 +224,7 @@ describe('sessions', () => {
       ['prompts', 'connected', false, 0],
     ]);
     expect(session.servers[0]!.tools).toContain('echo');
-    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 2, status: 'active' }]);
+    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 2, status: 'active', sharing: 'shared' }]);
 
     const list = sessionListSchema.parse((await h.request({ method: 'GET', url: '/sessions', token: VIEWER })).json());
     expect(list.sessions.map((s) => s.id)).toEqual([session.id]);
@@ -240,7 +241,7 @@ describe('sessions', () => {
     expect((await h.request({ method: 'DELETE', url: `/sessions/${session.id}`, token: IDE })).statusCode).toBe(204);
     expect((await h.request({ method: 'DELETE', url: `/sessions/${session.id}`, token: IDE })).statusCode).toBe(404);
     expect((await h.request({ method: 'GET', url: `/sessions/${session.id}` })).statusCode).toBe(404);
-    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active' }]);
+    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }]);
   });
 
   it('maps call failures onto statuses: unknown server 404, filtered tool 403, upstream error 502', async () => {
@@ -280,8 +281,9 @@ describe('restart', () => {
     expect(session.servers).toEqual([expect.objectContaining({ name: 'echo', injected: true, entryIndex: 1 })]);
     const echo = (await status()).servers.find((s) => s.name === 'echo')!;
     expect(echo.entrySummary).toEqual([
-      { entryIndex: 0, refs: 1, status: 'active' },
-      { entryIndex: 1, refs: 1, status: 'active' },
+      { entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' },
+      // An injected config sets no sharing: the operator's own entry.
+      { entryIndex: 1, refs: 1, status: 'active', sharing: 'per-principal', ownerLabel: expect.stringMatching(/^[0-9a-f]{12}$/) },
     ]);
     const before = pidFromResult((await h.request({ method: 'POST', url: `/sessions/${session.id}/tools/call`, payload: { server: 'echo', name: 'pid' } })).json<{ result: Record<string, unknown> }>().result);
     const response = await h.request({ method: 'POST', url: '/workspace/mcp/echo/restart' });

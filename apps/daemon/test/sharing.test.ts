@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { SessionInfo, ToolCallResponse, WorkspaceMcpStatus } from '@mcpool/client';
-import { daemonDefaultSharing } from '@mcpool/daemon';
+import { daemonDefaultSharing, diffServers } from '@mcpool/daemon';
 import { fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 import { connectClient } from './gatewayHelpers.js';
@@ -78,6 +78,12 @@ describe('daemon sharing defaults', () => {
     expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'modern' })).toBe('shared');
     expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'legacy' })).toBe('per-principal');
     expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: undefined })).toBe('per-principal');
+  });
+
+  it('a reload that changes only sharing reports the server as changed', () => {
+    const before = { memory: { transport: 'stdio' as const, command: 'srv' } };
+    expect(diffServers(before, { memory: { ...before.memory, sharing: 'per-session' } })).toMatchObject({ changed: ['memory'], unchanged: [] });
+    expect(diffServers(before, { memory: { ...before.memory, description: 'x' } })).toMatchObject({ changed: [], unchanged: ['memory'] });
   });
 
   it('two clients get two processes of a legacy server; the sessions of one client, REST or /mcp, share one', { timeout: 120_000 }, async () => {

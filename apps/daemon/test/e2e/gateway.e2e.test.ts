@@ -36,7 +36,8 @@ const echoRefs = async (): Promise<number> => {
 beforeAll(async () => {
   daemon = await startDaemon(
     {
-      mcpServers: { echo: { command: process.execPath, args: [`${FIXTURES}echo.mjs`, mark] } },
+      // Shared explicitly: the echo fixture keeps no state, so unrelated clients may share it.
+      mcpServers: { echo: { command: process.execPath, args: [`${FIXTURES}echo.mjs`, mark], sharing: 'shared' } },
       daemon: {
         port: 0,
         watchConfig: false,

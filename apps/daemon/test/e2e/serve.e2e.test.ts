@@ -77,7 +77,7 @@ async function status(): Promise<WorkspaceMcpStatus> {
   return result;
 }
 
-const entries = (s: WorkspaceMcpStatus, name: string) => s.servers.find((server) => server.name === name)?.entrySummary;
+const entries = (s: WorkspaceMcpStatus, name: string) => s.servers.find((server) => server.name === name)?.entrySummary.map(({ entryIndex, refs, status }) => ({ entryIndex, refs, status }));
 
 /** A raw request with headers fetch would not send as given (Origin, Host). */
 function raw(path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
