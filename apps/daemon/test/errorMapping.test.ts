@@ -36,6 +36,8 @@ describe('every code, through each surface’s mapping', () => {
     const own = toRpcError(new PoolError(ErrorCode.UPSTREAM_ERROR, 'MCP error -32602: MCP error -32602: bad', { data: { mcpCode: -32602, mcpData: { a: 1 } } }), 'tool x');
     expect([own.code, own.message, own.data]).toEqual([-32602, 'bad', { a: 1 }]);
     expect(toRpcError(new PoolError(ErrorCode.UPSTREAM_ERROR, 'no code'), 'tool x').code).toBe(JsonRpcCode.INTERNAL_ERROR);
+    // So does a downstream client's refusal of a server request.
+    expect(toRpcError(new PoolError(ErrorCode.DOWNSTREAM_ERROR, 'declined', { data: { mcpCode: -1 } }), 'sampling').code).toBe(-1);
   });
 
   it('what is not a PoolError is our bug: MCPOOL_INTERNAL, 500 / -32603, its message kept out', () => {

@@ -3,7 +3,8 @@
  * and the event stream's reconnect with Last-Event-ID (real streams, no network).
  */
 import { describe, expect, it } from 'vitest';
-import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type DaemonEvent } from '@mcpool/client';
+import { ErrorCode, McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type DaemonEvent } from '@mcpool/client';
+import { ErrorCode as ProtocolErrorCode } from '@mcpool/protocol';
 
 interface Call {
   url: string;
@@ -82,6 +83,15 @@ describe('McpoolClient requests', () => {
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpoolRequestError);
     expect(error).toMatchObject({ code: 'MCPOOL_REQUEST_ABORTED' });
+  });
+
+  it('its codes are the one table’s: the answer that is not JSON is MCPOOL_BAD_RESPONSE, an McpoolRequestError', async () => {
+    expect(ErrorCode).toBe(ProtocolErrorCode);
+    const { fetch } = fakeFetch(() => new Response('not json', { status: 200, headers: { 'content-type': 'application/json' } }));
+    const error = await new McpoolClient({ token: 't', fetch }).health().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpoolRequestError);
+    expect(error).toMatchObject({ code: ErrorCode.BAD_RESPONSE });
+    for (const code of [ErrorCode.UNREACHABLE, ErrorCode.REQUEST_TIMEOUT, ErrorCode.REQUEST_ABORTED, ErrorCode.BAD_RESPONSE, ErrorCode.HTTP_ERROR]) expect(Object.values(ProtocolErrorCode)).toContain(code);
   });
 
   it('ready() resolves on 503 with the readiness body', async () => {

@@ -328,7 +328,7 @@ export class GatewaySession {
   async #serverRequest(slot: Slot, request: { method: string; params: Params }, signal: AbortSignal): Promise<Params> {
     const extra = slot.inflight.at(-1);
     if (extra === undefined || this.closed) {
-      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `mcpool cannot route ${request.method}: this session has no request in flight on ${slot.name}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
+      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `mcpool cannot route ${request.method}: this session has no request in flight on ${slot.name}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
     }
     try {
       // Cancelled when the upstream cancels it, or when the downstream call it was asked for is.
@@ -336,9 +336,9 @@ export class GatewaySession {
       return await extra.sendRequest({ method: request.method, params: request.params } as ServerRequest, LOOSE_RESULT, { signal: either, timeout: this.#deps.callTimeoutMs() });
     } catch (error) {
       if (error instanceof McpError) {
-        throw new PoolError(ErrorCode.UPSTREAM_ERROR, upstreamMessage(error.message), { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
+        throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, upstreamMessage(error.message), { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
       }
-      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `the downstream client did not answer ${request.method}: ${(error as Error).message}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
+      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `the downstream client did not answer ${request.method}: ${(error as Error).message}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
     }
   }
 

@@ -72,7 +72,8 @@ export function toRpcError(error: unknown, what: string, requested?: RequestedNa
   if (error instanceof RpcError) return error;
   if (!(error instanceof PoolError)) return new RpcError(RpcCode.INTERNAL_ERROR, `${what} failed inside mcpool (see the daemon log)`, { code: ErrorCode.INTERNAL });
   const data = error.data as { mcpCode?: unknown; mcpData?: unknown; tool?: unknown; prompt?: unknown } | undefined;
-  if (error.code === ErrorCode.UPSTREAM_ERROR && typeof data?.mcpCode === 'number') {
+  // A JSON-RPC error of the other side (a server's, or a client's answer to a server request) keeps its own code.
+  if ((error.code === ErrorCode.UPSTREAM_ERROR || error.code === ErrorCode.DOWNSTREAM_ERROR) && typeof data?.mcpCode === 'number') {
     return new RpcError(data.mcpCode, upstreamMessage(error.message), data.mcpData);
   }
   if (error.code === ErrorCode.TOOL_NOT_ALLOWED) {
