@@ -148,6 +148,28 @@ describe('logging goes to the host logger only', () => {
     expect(lines.some((line) => line.component === 'pool' && line.msg === 'entry ready')).toBe(true);
   });
 
+  it("an actor thread's fatal error reaches the host logger as its last line, not stderr", async () => {
+    const mark = newMark('fatallog');
+    const worker = new URL('../../../test/fixtures/workers/crashableWorker.mjs', import.meta.url).href;
+    const run = await runHost([
+      `import { BroadcastChannel } from 'node:worker_threads';`,
+      ...COLLECTING_LOGGER,
+      `const pool = new McpTransportPool({ logger: collecting({}), shutdownStepMs: 500, actorHost: { workerUrl: new URL(${JSON.stringify(worker)}) } });`,
+      `await pool.acquire('echo', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'echo.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
+      // The test worker throws from a timer: an uncaught exception in the actor thread.
+      `const crashes = new BroadcastChannel('mcpool-test-crash');`,
+      `crashes.postMessage({ serverName: 'echo', kind: 'throw', sentAt: Date.now() });`,
+      `await until(() => lines.some((line) => line.component === 'actor' && line.msg === 'actor died'), "'actor died'");`,
+      `crashes.close();`,
+      `await pool.drainAll();`,
+      `process.stdout.write('lines ' + JSON.stringify(lines) + '\\n');`,
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const died = tagged<Record<string, unknown>[]>(run, 'lines').find((line) => line.component === 'actor' && line.msg === 'actor died');
+    expect(died).toMatchObject({ level: 'error', server: 'echo', entryIndex: 0, err: { message: 'crashable worker: thrown on purpose' } });
+  });
+
   it('without a logger the pool writes nothing anywhere, even with MCPOOL_LOG_LEVEL set and a server dying under it', async () => {
     const mark = newMark('nolog');
     const run = await runHost(
