@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
+import type { SecretRedactor } from '../secrets.js';
 import { ANONYMOUS_ID, accessOf } from './access.js';
 import { GatewaySession } from './gatewaySession.js';
 import { UpstreamLogLevels } from './logLevels.js';
@@ -25,6 +26,8 @@ import { RpcCode, rpcErrorBody } from './rpcErrors.js';
 export interface GatewayOptions {
   daemon: Daemon;
   logger: Logger;
+  /** What leaves through `/mcp` is scrubbed of every secret the daemon knows, as REST bodies are. */
+  redactor: SecretRedactor;
 }
 
 /** The loopback test principal: `/mcp` only, every server. */
@@ -36,6 +39,7 @@ const OTHER_METHODS = ['PUT', 'PATCH', 'HEAD', 'OPTIONS'] as const;
 export class Gateway {
   readonly #daemon: Daemon;
   readonly #logger: Logger;
+  readonly #redactor: SecretRedactor;
   readonly #sessions = new Map<string, GatewaySession>();
   readonly #levels = new UpstreamLogLevels();
   /** Initializes under way (they count against the session cap). */
@@ -45,6 +49,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
+    this.#redactor = options.redactor;
     this.#logger = options.logger.child({ component: 'gateway' });
     const settings = this.#daemon.settings;
     if (settings.insecureNoAuthLoopback) {
@@ -142,6 +147,7 @@ export class Gateway {
           logger: this.#logger,
           callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
           version: this.#daemon.version,
+          redact: (message) => this.#redactor.scrubValue(message),
           onClosed: (closed) => {
             if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
           },
