@@ -1,7 +1,8 @@
 /**
- * The `mcpool` command line (commander): `serve`, `status`, `restart`, `sessions`, `config check`,
- * `bridge`, `import`, `service`, `logs`, `ui`.
- * `main` returns the exit code instead of exiting, so tests can run it in process.
+ * The `mcpool` command line (commander): `serve`, `status`, `restart`, `reload`, `stop`,
+ * `sessions`, `config check`, `bridge`, `import`, `service`, `logs`, `ui`. `main` returns the exit
+ * code instead of exiting, so tests can run it in process. A command that did not do what was
+ * asked exits non-zero.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
@@ -11,7 +12,7 @@ import { registerImportCommand } from './commands/importCommand.js';
 import { registerLogsCommand } from './commands/logsCommand.js';
 import { registerServiceCommand } from './commands/serviceCommand.js';
 import { registerUiCommand } from './commands/uiCommand.js';
-import { connect, formatRestart, formatSessions, formatStatus, UsageError, type CommandIo } from './commands/clientCommands.js';
+import { connect, formatReload, formatRestart, formatSessions, formatStatus, restartFailed, stopDaemon, UsageError, type CommandIo } from './commands/clientCommands.js';
 import { loadConfig, type LogLevel } from './config/daemonConfig.js';
 import { ExitCode, runServe, type StartOptions } from './serve.js';
 import { VERSION } from './version.js';
@@ -74,11 +75,14 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
     });
 
   const clientOptions = (command: Command): Command =>
-    command.option('--url <url>', 'the daemon (default: $MCPOOL_URL, else host and port of the config)').option('-c, --config <file>', 'config to read the daemon address from');
+    command
+      .option('--url <url>', 'the daemon (default: $MCPOOL_URL, else host and port of the config)')
+      .option('-p, --port <port>', 'the daemon on this port of 127.0.0.1 (instead of --url)', port)
+      .option('-c, --config <file>', 'config to read the daemon address from');
 
   clientOptions(program.command('status').description('servers, entries, refs, status and budget'))
     .option('--json', 'print the raw JSON answer')
-    .action(async (options: { url?: string; config?: string; json?: boolean }) => {
+    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean }) => {
       const client = await connect(options, io);
       const status = await client.getWorkspaceMcp();
       io.stdout(options.json ? JSON.stringify(status, null, 2) : formatStatus(status));
@@ -87,15 +91,40 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
   clientOptions(program.command('restart').description('restart a server’s entries').argument('<server>', 'server name'))
     .option('-e, --entry <n>', 'only this entry index', entryIndex)
     .option('--json', 'print the raw JSON answer')
-    .action(async (server: string, options: { url?: string; config?: string; entry?: number; json?: boolean }) => {
+    .action(async (server: string, options: { url?: string; port?: number; config?: string; entry?: number; json?: boolean }) => {
       const client = await connect(options, io);
       const response = await client.restartServer(server, options.entry === undefined ? {} : { entryIndex: options.entry });
       io.stdout(options.json ? JSON.stringify(response, null, 2) : formatRestart(server, response));
+      if (!restartFailed(response)) return;
+      // Not restarted: say why, as `status` would, and fail.
+      const why = (await client.getWorkspaceMcp().catch(() => undefined))?.servers.find((s) => s.name === server)?.lastError;
+      if (why && !options.json) io.stderr(`${server}: ${why.code}: ${why.message}`);
+      exitCode = ExitCode.FAILURE;
+    });
+
+  clientOptions(program.command('reload').description('re-read the daemon’s config (as SIGHUP does): changed servers get new entries, old ones drain'))
+    .option('--json', 'print the raw JSON answer')
+    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean }) => {
+      const client = await connect(options, io);
+      const result = await client.reloadAll();
+      io.stdout(options.json ? JSON.stringify(result, null, 2) : formatReload(result));
+    });
+
+  clientOptions(program.command('stop').description('stop the daemon (as SIGTERM does) and wait until it is gone'))
+    .action(async (options: { url?: string; port?: number; config?: string }) => {
+      const client = await connect(options, io);
+      const outcome = await stopDaemon(client);
+      if (outcome.stopped) {
+        io.stdout(`the daemon at ${client.baseUrl} stopped`);
+      } else {
+        io.stderr(`error: the daemon at ${client.baseUrl} is still answering ${outcome.waitedMs} ms after it was asked to stop`);
+        exitCode = ExitCode.FAILURE;
+      }
     });
 
   clientOptions(program.command('sessions').description('list the daemon sessions'))
     .option('--json', 'print the raw JSON answer')
-    .action(async (options: { url?: string; config?: string; json?: boolean }) => {
+    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean }) => {
       const client = await connect(options, io);
       const sessions = await client.listSessions();
       io.stdout(options.json ? JSON.stringify({ sessions }, null, 2) : formatSessions(sessions));

@@ -7,8 +7,9 @@
  *   asked for, plus any it injected); deleting it is `pool.releaseSession`;
  * - reload (seed §16): a changed fingerprint gets a new entry for new acquires while the old one
  *   keeps its sessions and drains as they leave; nothing live is mutated;
- * - the entry watcher: one event and one log line per lifecycle change, read off pool snapshots;
- * - shutdown in the seed's order (§17).
+ * - the entry watcher: one event and one log line per lifecycle change, from the pool's own
+ *   events (never by polling its snapshot);
+ * - shutdown in the seed's order (§17), every server stopped gracefully within the deadline.
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -20,7 +21,6 @@ import {
   type DrainAllResult,
   type McpTransportPoolOptions,
   type PoolEvent,
-  type PoolSnapshot,
   type PooledConnection,
   type ServerConfig,
   type SharingDefaultInfo,
@@ -52,6 +52,12 @@ import type { SecretRedactor } from './secrets.js';
 /** The pool session that keeps configured servers warm. Not a daemon session: never listed. */
 export const WARM_SESSION_ID = 'mcpool:warm';
 
+/** How many ended entries the watcher remembers (so a late event of one is not taken for a new entry). */
+const ENDED_ENTRIES_KEPT = 256;
+/** Lines of a server's stderr a failure log line keeps. */
+const STDERR_TAIL_LINES = 3;
+const STDERR_TAIL_CHARS = 400;
+
 /** Daemon settings a reload applies at once; any other change needs a daemon restart. */
 const LIVE_SETTINGS = ['clients', 'allowedHosts', 'allowedOrigins'] as const satisfies readonly (keyof DaemonSettings)[];
 
@@ -78,6 +84,17 @@ interface SessionSlot {
   view?: PooledConnection;
   error?: { code: ErrorCode; message: string };
 }
+
+/** What the entry watcher knows of one pool entry. */
+interface WatchedEntry {
+  status: EntryStatus;
+  generation: number;
+  /** Its failure has been logged (the pool tells a failure twice: a `failed` event and a status). */
+  failureLogged: boolean;
+}
+
+/** Where a configured server's warm start stands (what `/readyz` counts). */
+type WarmState = 'starting' | 'ready' | 'failed';
 
 interface DaemonSession {
   id: string;
@@ -109,11 +126,13 @@ export class Daemon {
   readonly #warmErrors = new Map<string, { code: ErrorCode; message: string }>();
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
   readonly #streams = new Set<() => void>();
-  readonly #entries = new Map<string, { server: string; entryIndex: number; status: EntryStatus }>();
-  #progress = { total: 0, ready: 0, failed: 0, done: false };
+  readonly #entries = new Map<string, WatchedEntry>();
+  readonly #ended = new Set<string>();
+  /** Per configured server, its warm start: `/readyz` follows the current config, reloads included. */
+  readonly #warmState = new Map<string, WarmState>();
+  #warmStarted = false;
   #accepting = true;
   #chain: Promise<unknown> = Promise.resolve();
-  #watchTimer: NodeJS.Timeout | undefined;
   #closing: Promise<DrainAllResult> | undefined;
 
   constructor(options: DaemonOptions) {
@@ -130,6 +149,7 @@ export class Daemon {
     this.#applyClients();
     const s = this.#settings;
     this.pool = new McpTransportPool({
+      shutdownStepMs: shutdownStepFor(s.shutdownTimeoutMs),
       drainDelayMs: s.drainDelayMs,
       maxIdleMs: s.maxIdleMs,
       budget: { clientBudget: s.budget.clientBudget, mode: s.budget.mode },
@@ -170,15 +190,13 @@ export class Daemon {
   }
 
   /**
-   * Starts the entry watcher and warms every configured server, logging "N/M servers ready" as
-   * each settles. Resolves when all have settled (a failed start is logged, not thrown).
+   * Warms every configured server, logging "N/M servers ready" as each settles. Resolves when all
+   * have settled (a failed start is logged, not thrown).
    */
   start(): Promise<void> {
     // Crash leftovers are reaped before anything is spawned.
     this.pool.start();
-    this.#watchTimer ??= setInterval(() => this.checkEntries(), this.#settings.statusPollMs).unref();
-    const warming = this.#serialize(() => this.#warmAll());
-    return warming;
+    return this.#serialize(() => this.#warmAll());
   }
 
   // --- Status -------------------------------------------------------------------------------
@@ -217,17 +235,27 @@ export class Daemon {
     const b = snapshot.budget;
     return {
       initialized: true,
-      ready: this.#progress.done,
+      ready: this.readiness().ready,
       servers,
       budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status, bySharing: { ...b.bySharing } },
       sessions: this.#sessions.size,
     };
   }
 
-  /** `GET /readyz`: ready once every configured server has been started once (ready or failed). */
+  /**
+   * `GET /readyz`: ready once every server of the current config has been started once (ready or
+   * failed). A reload that adds or changes servers makes it not ready until they have started.
+   */
   readiness(): ReadyResponse {
-    const { total, ready, failed, done } = this.#progress;
-    return { ready: done, servers: { total, ready, failed } };
+    const names = Object.keys(this.#config.servers);
+    let ready = 0;
+    let failed = 0;
+    for (const name of names) {
+      const state = this.#warmState.get(name);
+      if (state === 'ready') ready += 1;
+      else if (state === 'failed') failed += 1;
+    }
+    return { ready: this.#warmStarted && ready + failed === names.length, servers: { total: names.length, ready, failed } };
   }
 
   // --- Restart --------------------------------------------------------------------------------
@@ -262,7 +290,6 @@ export class Daemon {
       this.#logger.info({ server: name, entryIndex: result.entryIndex, restarted: result.restarted, ms: result.durationMs, reason: result.reason }, result.restarted ? 'entry restarted' : 'entry restart skipped');
     }
     this.#publish({ type: 'server_restarted', serverName: name, entries: results.map((r) => ({ ...r })) });
-    this.checkEntries();
     if (entryIndex === undefined && results.length === 1) {
       const [only] = results as [RestartResult];
       return only.restarted ? { restarted: true, durationMs: only.durationMs } : { restarted: false, durationMs: only.durationMs, skipped: true, ...(only.reason ? { reason: only.reason } : {}) };
@@ -315,15 +342,15 @@ export class Daemon {
         const view = this.#warm.get(name);
         this.#warm.delete(name);
         this.#warmErrors.delete(name);
+        this.#warmState.delete(name);
         await view?.release();
       }),
     );
-    if (this.#settings.keepWarm) await Promise.all([...result.changed, ...result.added].map((name) => this.#warmOne(name)));
+    await Promise.all([...result.changed, ...result.added].map((name) => this.#warmAndCount(name)));
     this.metrics.reloads.inc({ result: 'applied' });
     this.#logger.info({ trigger, added: result.added, removed: result.removed, changed: result.changed, needsRestart }, 'config reloaded');
     if (needsRestart.length > 0) this.#logger.warn({ settings: needsRestart }, 'these daemon settings changed but apply only after a restart of the daemon');
     this.#publish({ type: 'config_reloaded', trigger, added: result.added, removed: result.removed, changed: result.changed });
-    this.checkEntries();
     return reloadResult;
   }
 
@@ -384,15 +411,16 @@ export class Daemon {
         } catch (error) {
           const wire = toPlainError(error);
           session.servers.set(name, { injected: isInjected, error: wire });
-          if (wire.code === ErrorCode.SPAWN_FAILED || wire.code === ErrorCode.SPAWN_TIMEOUT) this.metrics.failures.inc({ server: name, kind: 'spawn' });
-          this.#logger.warn({ sessionId: session.id, server: name, code: wire.code, error: wire.message }, 'session could not acquire a server');
+          const spawnFailure = isSpawnFailure(wire.code);
+          if (spawnFailure) this.metrics.failures.inc({ server: name, kind: 'spawn' });
+          // A failed spawn has its one log line from the entry watcher already.
+          (spawnFailure ? this.#logger.debug : this.#logger.warn).call(this.#logger, { sessionId: session.id, server: name, code: wire.code, error: wire.message }, 'session could not acquire a server');
         }
       }),
     );
     if (session.closed) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${session.id} was closed while its servers started`);
     this.#logger.info({ sessionId: session.id, client: principal.id, servers: plan.size }, 'session created');
     this.#publish({ type: 'session_created', sessionId: session.id, clientId: principal.id });
-    this.checkEntries();
     return this.#info(session);
   }
 
@@ -418,7 +446,6 @@ export class Daemon {
     await this.pool.releaseSession(id);
     this.#logger.info({ sessionId: id, client: principal.id }, 'session closed');
     this.#publish({ type: 'session_closed', sessionId: id });
-    this.checkEntries();
   }
 
   /** Calls a tool through the session's filtered view of `server`. */
@@ -476,84 +503,119 @@ export class Daemon {
     return () => this.#streams.delete(close);
   }
 
-  /**
-   * Compares the pool's entries with the last look: one `entry_status` event and one log line per
-   * change (new entry, new status, entry gone). Runs on a timer and after every operation.
-   */
-  checkEntries(snapshot: PoolSnapshot = this.pool.getSnapshot()): void {
-    const seen = new Set<string>();
-    for (const server of Object.values(snapshot.servers)) {
-      for (const entry of server.entrySummary) {
-        const key = `${server.name}\u0000${entry.entryIndex}`;
-        seen.add(key);
-        const known = this.#entries.get(key);
-        if (known !== undefined && known.status === entry.status) continue;
-        this.#entries.set(key, { server: server.name, entryIndex: entry.entryIndex, status: entry.status });
-        if (known === undefined) this.metrics.spawns.inc({ server: server.name });
-        if (entry.status === 'failed') this.metrics.failures.inc({ server: server.name, kind: 'entry' });
-        this.#logger.info({ server: server.name, entryIndex: entry.entryIndex, status: entry.status, previous: known?.status, refs: entry.refs }, `${server.name}#${entry.entryIndex} ${entry.status}`);
-        this.#publish({ type: 'entry_status', serverName: server.name, entryIndex: entry.entryIndex, status: entry.status, refs: entry.refs, ...(known ? { previous: known.status } : {}) });
-      }
-    }
-    for (const [key, known] of this.#entries) {
-      if (seen.has(key)) continue;
-      this.#entries.delete(key);
-      this.#logger.info({ server: known.server, entryIndex: known.entryIndex, status: 'gone', previous: known.status }, `${known.server}#${known.entryIndex} gone`);
-      this.#publish({ type: 'entry_status', serverName: known.server, entryIndex: known.entryIndex, status: 'gone', previous: known.status, refs: 0 });
-    }
-  }
-
   #publish(payload: DaemonEventPayload): void {
     this.events.publish(payload);
   }
 
+  /**
+   * The entry watcher: the pool's events, as they happen. An entry event older than what was
+   * applied for that entry (a lower generation) is dropped, as the pool's event contract says.
+   */
   #onPoolEvent(event: PoolEvent): void {
+    if (event.type === 'mcp_budget_warning') {
+      this.#publish({ type: 'mcp_budget_warning', scope: 'workspace', liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
+      return;
+    }
+    if (event.type === 'mcp_child_refused_batch') {
+      this.#publish({ type: 'mcp_child_refused_batch', scope: 'workspace', refused: event.refused.map((r) => ({ ...r })), liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
+      return;
+    }
+    const key = `${event.serverName}\u0000${event.entryIndex}`;
+    const known = this.#entries.get(key);
+    if (known !== undefined && event.generation < known.generation) return;
+    if (known !== undefined) known.generation = event.generation;
+    const where = { server: event.serverName, entryIndex: event.entryIndex };
     switch (event.type) {
+      case 'statusChanged':
+        this.#onStatus(key, known, event.serverName, event.entryIndex, event.status, event.generation, event.lastError);
+        break;
       case 'disconnected':
-        this.#logger.warn({ server: event.serverName, entryIndex: event.entryIndex, reason: event.reason }, `${event.serverName}#${event.entryIndex} disconnected`);
+        this.#logger.warn({ ...where, reason: event.reason }, `${event.serverName}#${event.entryIndex} disconnected`);
         this.#publish({ type: 'disconnected', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, reason: event.reason });
         break;
       case 'reconnected':
-        this.#logger.info({ server: event.serverName, entryIndex: event.entryIndex, clientGeneration: event.clientGeneration }, `${event.serverName}#${event.entryIndex} reconnected`);
+        this.#logger.info({ ...where, clientGeneration: event.clientGeneration }, `${event.serverName}#${event.entryIndex} reconnected`);
         this.#publish({ type: 'reconnected', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, clientGeneration: event.clientGeneration });
         break;
       case 'failed':
-        this.#logger.error({ server: event.serverName, entryIndex: event.entryIndex, code: event.lastError.code, error: event.lastError.message }, `${event.serverName}#${event.entryIndex} failed`);
+        // Told twice (this event and a `failed` status), logged once.
+        if (!this.#ended.has(key)) this.#logFailure(known ?? this.#watch(key, 'spawning', event.generation), event.serverName, event.entryIndex, event.lastError);
         this.#publish({ type: 'failed', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, lastError: { code: event.lastError.code, message: event.lastError.message } });
-        break;
-      case 'mcp_budget_warning':
-        this.#publish({ type: 'mcp_budget_warning', scope: 'workspace', liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
-        break;
-      case 'mcp_child_refused_batch':
-        this.#publish({ type: 'mcp_child_refused_batch', scope: 'workspace', refused: event.refused.map((r) => ({ ...r })), liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
         break;
       default:
       // list changes reach sessions through their views; the stream carries lifecycle only
     }
-    if (this.#closing === undefined) this.checkEntries();
+  }
+
+  /** One `entry_status` event and one log line per status change; a closed entry is `gone`. */
+  #onStatus(key: string, known: WatchedEntry | undefined, server: string, entryIndex: number, status: EntryStatus, generation: number, lastError: { code: string; message: string } | undefined): void {
+    if (known === undefined && this.#ended.has(key)) return; // a late event of an entry already gone
+    const previous = known?.status;
+    if (previous === status) return;
+    const entry = known ?? this.#watch(key, status, generation);
+    entry.status = status;
+    if (known === undefined) this.metrics.spawns.inc({ server });
+    const refs = this.#refsOf(server, entryIndex);
+    const fields = { server, entryIndex, status, previous, refs };
+    if (status === 'failed') {
+      this.metrics.failures.inc({ server, kind: 'entry' });
+      this.#logFailure(entry, server, entryIndex, lastError ?? { code: ErrorCode.SERVER_FAILED, message: 'failed' });
+    } else if (status === 'closed') {
+      this.#logger.info({ ...fields, status: 'gone' }, `${server}#${entryIndex} gone`);
+    } else {
+      this.#logger.info(fields, `${server}#${entryIndex} ${status}`);
+    }
+    const shown = status === 'closed' ? 'gone' : status;
+    this.#publish({ type: 'entry_status', serverName: server, entryIndex, status: shown, refs: status === 'closed' ? 0 : refs, ...(previous ? { previous } : {}) });
+    if (status === 'closed' || status === 'failed') this.#forget(key);
+  }
+
+  #watch(key: string, status: EntryStatus, generation: number): WatchedEntry {
+    const entry: WatchedEntry = { status, generation, failureLogged: false };
+    this.#entries.set(key, entry);
+    return entry;
+  }
+
+  /** An ended entry is forgotten, but remembered as ended (bounded) so its late events are not taken for a new entry. */
+  #forget(key: string): void {
+    this.#entries.delete(key);
+    this.#ended.add(key);
+    if (this.#ended.size > ENDED_ENTRIES_KEPT) this.#ended.delete(this.#ended.values().next().value!);
+  }
+
+  /** A failure is one log line, whichever of its two tellings comes first: the error, with the tail of the server's stderr. */
+  #logFailure(entry: WatchedEntry, server: string, entryIndex: number, lastError: { code: string; message: string }): void {
+    if (entry.failureLogged) return;
+    entry.failureLogged = true;
+    const { headline, stderr } = splitStderr(lastError.message);
+    this.#logger.error({ server, entryIndex, code: lastError.code, error: headline, ...(stderr ? { stderr } : {}) }, `${server}#${entryIndex} failed: ${headline}`);
+  }
+
+  #refsOf(server: string, entryIndex: number): number {
+    return this.pool.getSnapshot().servers[server]?.entrySummary.find((entry) => entry.entryIndex === entryIndex)?.refs ?? 0;
   }
 
   // --- Warm hold ------------------------------------------------------------------------------
 
   async #warmAll(): Promise<void> {
     const names = Object.keys(this.#config.servers);
-    this.#progress = { total: names.length, ready: 0, failed: 0, done: false };
+    for (const name of names) this.#warmState.set(name, 'starting');
+    this.#warmStarted = true;
     if (names.length === 0) this.#logger.info('no servers configured');
-    await Promise.all(
-      names.map(async (name) => {
-        const ok = await this.#warmOne(name);
-        if (ok) this.#progress.ready += 1;
-        else this.#progress.failed += 1;
-        const { ready, failed, total } = this.#progress;
-        this.#logger.info({ ready, failed, total }, `${ready}/${total} servers ready${failed > 0 ? ` (${failed} failed)` : ''}`);
-        this.#publish({ type: 'servers_progress', ready, failed, total });
-      }),
-    );
-    this.#progress.done = true;
-    this.checkEntries();
+    await Promise.all(names.map((name) => this.#warmAndCount(name)));
   }
 
-  /** Acquires `name`'s current config under the warm session; false (logged) when it fails. */
+  /** Warms one server and says where the warm-up of the current config stands ("N/M servers ready"). */
+  async #warmAndCount(name: string): Promise<void> {
+    this.#warmState.set(name, 'starting');
+    await this.#warmOne(name);
+    if (this.#closing !== undefined) return;
+    const { ready, failed, total } = this.readiness().servers;
+    this.#logger.info({ ready, failed, total }, `${ready}/${total} servers ready${failed > 0 ? ` (${failed} failed)` : ''}`);
+    this.#publish({ type: 'servers_progress', ready, failed, total });
+  }
+
+  /** Acquires `name`'s current config under the warm session; false when it fails (the entry watcher logged why). */
   async #warmOne(name: string): Promise<boolean> {
     const config = this.#config.servers[name];
     if (config === undefined || this.#closing !== undefined) return false;
@@ -565,13 +627,16 @@ export class Daemon {
       if (this.#settings.keepWarm) this.#warm.set(name, view);
       if (previous !== undefined && previous !== view) await previous.release();
       if (!this.#settings.keepWarm) await view.release();
+      if (this.#config.servers[name] === config) this.#warmState.set(name, 'ready');
       return true;
     } catch (error) {
       if (this.#closing !== undefined) return false;
       const wire = toPlainError(error);
       this.#warmErrors.set(name, wire);
+      if (this.#config.servers[name] === config) this.#warmState.set(name, 'failed');
       this.metrics.failures.inc({ server: name, kind: 'spawn' });
-      this.#logger.warn({ server: name, code: wire.code, error: wire.message }, `${name} failed to start`);
+      // A failed spawn has its one log line from the entry watcher (with the server's stderr).
+      (isSpawnFailure(wire.code) ? this.#logger.debug : this.#logger.warn).call(this.#logger, { server: name, code: wire.code, error: wire.message }, `${name} failed to start`);
       return false;
     }
   }
@@ -580,14 +645,16 @@ export class Daemon {
 
   /**
    * Shuts down in the seed's order (§17): stop accepting; cancel in-flight calls and end event
-   * streams; release every session; `drainAll({force: true})`. Idempotent. The HTTP server is
-   * closed by the caller around this (it stops listening first, and closes last).
+   * streams; release every session; `drainAll()`: each server gets stdin EOF, then SIGTERM, then
+   * SIGKILL, and only what is still alive when `shutdownTimeoutMs` (counted from here) runs out
+   * is killed at once. Idempotent. The HTTP server is closed by the caller around this (it stops
+   * listening first, and closes last).
    */
   shutdown(reason: string): Promise<DrainAllResult> {
     this.#closing ??= (async () => {
+      const deadline = Date.now() + this.#settings.shutdownTimeoutMs;
       // 1. Stop accepting: new sessions, calls, restarts and reloads get 503 from here on.
       this.#accepting = false;
-      clearInterval(this.#watchTimer);
       this.#logger.info({ reason, sessions: this.#sessions.size, calls: this.#inFlight.size }, 'shutting down');
       this.#publish({ type: 'shutdown', signal: reason });
       // 2. Cancel in-flight calls (each sends notifications/cancelled upstream) and wait for them.
@@ -601,8 +668,9 @@ export class Daemon {
       this.#sessions.clear();
       await Promise.all([...ids, WARM_SESSION_ID].map((id) => this.pool.releaseSession(id).catch(() => undefined)));
       this.#warm.clear();
-      // 4. Close every entry now, bypassing the drain grace; what is left at the deadline is killed.
-      const result = await this.pool.drainAll({ force: true, timeoutMs: this.#settings.shutdownTimeoutMs });
+      // 4. Close every entry now, bypassing the drain grace, each through its graceful steps;
+      // what is left at the deadline is killed.
+      const result = await this.pool.drainAll({ timeoutMs: Math.max(0, deadline - Date.now()) });
       const log = result.errors.length > 0 ? this.#logger.warn.bind(this.#logger) : this.#logger.info.bind(this.#logger);
       log({ drained: result.drained, forced: result.forced, errors: result.errors.map((e) => e.message) }, 'pool drained');
       return result;
@@ -654,6 +722,34 @@ export function daemonDefaultSharing(info: SharingDefaultInfo): SharingPolicy {
 }
 
 function toPlainError(error: unknown): { code: ErrorCode; message: string } {
+ * The budget of each graceful step of a child's stop (stdin end, then SIGTERM) so that both, the
+ * SIGKILL after them and the process-tree sweep fit in the shutdown deadline: 2 s (the MCP
+ * SDK's own) when there is room, less for a short deadline.
+ */
+export function shutdownStepFor(shutdownTimeoutMs: number): number {
+  return Math.max(50, Math.min(2000, Math.floor((shutdownTimeoutMs - 3000) / 2)));
+}
+
+function isSpawnFailure(code: string): boolean {
+  return code === ErrorCode.SPAWN_FAILED || code === ErrorCode.SPAWN_TIMEOUT;
+}
+
+/**
+ * Splits a failure message from the part the actor appends, `; stderr: <tail>`, keeping only the
+ * last few lines of that tail: a log line says what failed and the end of what the server said.
+ */
+export function splitStderr(message: string): { headline: string; stderr: string | undefined } {
+  const at = message.indexOf('; stderr: ');
+  if (at === -1) return { headline: message, stderr: undefined };
+  const lines = message
+    .slice(at + '; stderr: '.length)
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line.length > 0);
+  const tail = lines.slice(-STDERR_TAIL_LINES).join('\n');
+  return { headline: message.slice(0, at), stderr: tail.length > STDERR_TAIL_CHARS ? tail.slice(-STDERR_TAIL_CHARS) : tail };
+}
+
   if (error instanceof PoolError) return { code: error.code, message: error.message };
   return { code: ErrorCode.INTERNAL, message: error instanceof Error ? error.message : String(error) };
 }

@@ -6,7 +6,7 @@ export { main } from './cli.js';
 export type { MainIo } from './cli.js';
 export { ExitCode, StartError, runServe, startDaemon } from './serve.js';
 export type { RunningDaemon, StartOptions } from './serve.js';
-export { Daemon, WARM_SESSION_ID, daemonDefaultSharing, diffServers } from './daemon.js';
+export { Daemon, WARM_SESSION_ID, daemonDefaultSharing, diffServers, shutdownStepFor, splitStderr } from './daemon.js';
 export type { DaemonOptions } from './daemon.js';
 export { buildApp, CAPABILITIES, routeTable } from './http/app.js';
 export type { AppOptions } from './http/app.js';
@@ -33,6 +33,7 @@ export {
   restartResponseSchema,
   sessionInfoSchema,
   sessionListSchema,
+  shutdownResponseSchema,
   toolCallBody,
   toolCallResponseSchema,
   workspaceMcpSchema,

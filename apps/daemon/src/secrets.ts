@@ -44,4 +44,40 @@ export class SecretRedactor {
     for (const secret of this.#secrets) if (out.includes(secret)) out = out.split(secret).join(CENSOR);
     return out;
   }
+
+  /**
+   * A JSON-like value (a JSON-RPC message) with every registered secret replaced in its strings,
+   * keys included. Scrubbing the parsed value, not its serialized text, can never break the
+   * JSON; what holds no secret is returned as is (the same object), so the common case copies
+   * nothing.
+   */
+  scrubValue<T>(value: T): T {
+    if (this.#secrets.length === 0) return value;
+    return this.#scrubDeep(value, 0) as T;
+  }
+
+  #scrubDeep(value: unknown, depth: number): unknown {
+    if (typeof value === 'string') return this.scrub(value);
+    // Deeper than any MCP message: censor rather than recurse without bound.
+    if (depth > 64) return CENSOR;
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined;
+      value.forEach((item, i) => {
+        const scrubbed = this.#scrubDeep(item, depth + 1);
+        if (scrubbed !== item) (out ??= [...value])[i] = scrubbed;
+      });
+      return out ?? value;
+    }
+    if (typeof value !== 'object' || value === null) return value;
+    let out: Record<string, unknown> | undefined;
+    for (const [key, item] of Object.entries(value)) {
+      const cleanKey = this.scrub(key);
+      const scrubbed = this.#scrubDeep(item, depth + 1);
+      if (scrubbed === item && cleanKey === key) continue;
+      out ??= { ...(value as Record<string, unknown>) };
+      if (cleanKey !== key) delete out[key];
+      out[cleanKey] = scrubbed;
+    }
+    return out ?? value;
+  }
 }

@@ -71,6 +71,8 @@ export interface RunningDaemon {
   warmed: Promise<void>;
   /** Shuts down (seed §17 order), closes the HTTP server; resolves with the exit code. */
   stop(reason: string): Promise<number>;
+  /** Resolves with the exit code once a stop, whoever asked for it (a signal, `POST /workspace/shutdown`), is done. */
+  stopped: Promise<number>;
 }
 
 const LOG_LEVELS = new Set<LogLevel>(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -127,7 +129,8 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
 
   // 3. The daemon and its API.
   const daemon = new Daemon({ config, logger, redactor, operatorToken: operator.token, env, reloadConfig: reload, version: VERSION, groupLedgerDir: join(stateDir, 'groups'), ...(options.poolOptions ? { poolOptions: options.poolOptions } : {}) });
-  const app = await buildApp({ daemon, logger, redactor });
+  let stopRequested: (reason: string) => void = () => undefined;
+  const app = await buildApp({ daemon, logger, redactor, stop: (reason) => stopRequested(reason) });
   const { host, port } = config.settings;
   try {
     await app.listen({ host, port, listenTextResolver: (address) => `listening on ${address}` });
@@ -159,6 +162,8 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   }
 
   let stopping: Promise<number> | undefined;
+  let markStopped!: (code: number) => void;
+  const stopped = new Promise<number>((resolve) => (markStopped = resolve));
   const stop = (reason: string): Promise<number> => {
     stopping ??= (async () => {
       watcher?.close();
@@ -175,9 +180,11 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
       logger.info({ reason }, 'stopped');
       return result.errors.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
     })();
+    void stopping.then(markStopped, () => markStopped(ExitCode.FAILURE));
     return stopping;
   };
-  return { daemon, app, logger, url, port: boundPort, warmed, stop };
+  stopRequested = (reason) => void stop(reason).catch(() => undefined);
+  return { daemon, app, logger, url, port: boundPort, warmed, stop, stopped };
 }
 
 /**
@@ -237,5 +244,9 @@ export async function runServe(options: StartOptions = {}): Promise<number> {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
     process.on('SIGHUP', onHangup);
+    // A stop asked for through the API ends the process as a signal would.
+    void running.stopped.then((code) => {
+      if (first === undefined) resolve(code);
+    });
   });
 }

@@ -2,12 +2,21 @@
  * "Never log or return an env value, header or token": canary secrets go into the config's env
  * and headers, the tokens, a session's injected server and malformed bodies; after driving every
  * route (successes and failures) at debug level, no canary appears in any response, header,
- * event or log line.
+ * event or log line. Then the same policy on every surface of the real `mcpool serve` process:
+ * a server that echoes its secret in results, errors and stderr leaks it neither through `/mcp`,
+ * nor through the bridge, nor REST, nor any log line (the daemon's and the actor threads').
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { SessionInfo } from '@mcpool/client';
-import { fixtureConfig, marker } from '../../../test/helpers/processes.js';
+import { fixtureConfig, killMarked, marker } from '../../../test/helpers/processes.js';
+import { BIN, initialize, spawnBridge, type BridgeProcess } from './e2e/bridgeProcess.js';
+import { ACCEPT_BOTH, openRawSession, raw } from './gatewayHelpers.js';
 import { harness, type Harness } from './helpers.js';
 
 const canary = (label: string): string => `canary-${label}-${randomUUID()}`;
@@ -102,5 +111,101 @@ describe('secrets never leave the daemon', () => {
     for (const [name, value] of Object.entries(CANARIES)) expect(everything.includes(value), `canary ${name}`).toBe(false);
     // The label of a rejected body is not a secret the daemon knew, yet it was not echoed either.
     expect(outputs.join('\n')).not.toContain(CANARIES.body);
-  });
+  }, 120_000);
+});
+
+describe('one secret policy on every surface of the real daemon', () => {
+  it('keeps a leaking server’s secret out of /mcp, the bridge, REST, the daemon’s log and the actors’ log lines', async () => {
+    const secret = canary('leaky');
+    const leakMark = marker('canary-leaky');
+    const dir = mkdtempSync(join(tmpdir(), 'mcpool-canary-'));
+    const configPath = join(dir, 'mcpool.json');
+    const env = { FIXTURE_SECRET: secret };
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        mcpServers: {
+          leaky: fixtureConfig('leaky.mjs', leakMark, { env }),
+          broken: fixtureConfig('leaky.mjs', leakMark, { env: { ...env, FIXTURE_FAIL_AT_START: '1' } }),
+        },
+        daemon: { port: 0, watchConfig: false },
+      }),
+    );
+    // 1. The real daemon, at debug level: its stdout (daemon log) and stderr (actor threads) kept.
+    const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'debug'], {
+      env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: string[] = [];
+    const err: string[] = [];
+    daemon.stdout!.on('data', (chunk: Buffer) => out.push(chunk.toString('utf8')));
+    daemon.stderr!.on('data', (chunk: Buffer) => err.push(chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)));
+    let bridge: BridgeProcess | undefined;
+    try {
+      const url = await vi.waitFor(
+        () => {
+          const found = /listening on (http:\/\/[^"\s]+)/.exec(out.join(''));
+          if (!found) throw new Error('not listening yet');
+          return found[1]!;
+        },
+        { timeout: 60_000, interval: 50 },
+      );
+      const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+      const auth = { authorization: `Bearer ${token}` };
+      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
+      const answers: string[] = [];
+
+      // 2. /mcp: the raw bytes of a call's answer, a failing call and the tool list.
+      const sessionId = await openRawSession(url, '/mcp', token);
+      const post = async (id: number, method: string, params: Record<string, unknown>): Promise<string> => {
+        const response = await raw(url, {
+          path: '/mcp',
+          headers: { ...auth, 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+          body: { jsonrpc: '2.0', id, method, params },
+        });
+        answers.push(response.body);
+        return response.body;
+      };
+      const listed = await post(1, 'tools/list', {});
+      expect(listed).toContain('leaky__leak');
+      const called = await post(2, 'tools/call', { name: 'leaky__leak', arguments: {} });
+      expect(called).toContain('[redacted]');
+      expect(await post(3, 'tools/call', { name: 'leaky__leak_error', arguments: {} })).toContain('cannot do it with [redacted]');
+
+      // 3. REST: the same call through a daemon session, and the status (the failed server's error).
+      const session = (await (await fetch(`${url}/sessions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ servers: ['leaky'] }) })).json()) as { id: string };
+      const rest = await fetch(`${url}/sessions/${session.id}/tools/call`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ server: 'leaky', name: 'leak' }) });
+      answers.push(await rest.text());
+      answers.push(await (await fetch(`${url}/workspace/mcp`, { headers: auth })).text());
+
+      // 4. The bridge, as a process, in front of /mcp.
+      bridge = spawnBridge(['--url', `${url}/mcp`, '--log-level', 'debug'], { MCPOOL_TOKEN: token, HOME: dir, MCPOOL_STATE_DIR: join(dir, 'state') });
+      bridge.send(initialize('init'));
+      await bridge.waitForMessage((message) => message.id === 'init', 30_000);
+      bridge.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      bridge.send({ jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'leaky__leak', arguments: {} } });
+      const viaBridge = await bridge.waitForMessage((message) => message.id === 'call', 30_000);
+      expect(JSON.stringify(viaBridge)).toContain('[redacted]');
+      bridge.child.stdin!.end();
+      await bridge.exited;
+
+      // 5. Stop the daemon; everything it wrote is in.
+      daemon.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const logs = `${out.join('')}\n${err.join('')}`;
+      // Positive controls: the actors' lines were captured (the server's stderr, at debug), and
+      // the broken server's one failure line is there, with its stderr tail.
+      expect(err.join('')).toContain('server stderr');
+      expect(out.join('')).toContain('"stderr":"leaky: secret is [redacted]","msg":"broken#0 failed: ');
+      const everything = [logs, ...answers, ...bridge.stdout, ...bridge.stderr].join('\n');
+      expect(everything.split('\n').filter((line) => line.includes(secret)), 'the lines the secret leaked in').toEqual([]);
+      expect(everything).toContain('[redacted]');
+    } finally {
+      if (bridge && bridge.child.exitCode === null) bridge.child.kill('SIGKILL');
+      if (daemon.exitCode === null) daemon.kill('SIGKILL');
+      killMarked(leakMark);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 });

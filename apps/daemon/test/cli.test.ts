@@ -84,6 +84,36 @@ describe('client commands', () => {
     expect(await run(['restart', 'echo', '--entry', '0'])).toMatchObject({ code: 0, out: expect.stringMatching(/^echo#0: restarted in \d+ ms$/) });
   });
 
+  it('restart of a server that fails to start exits 1 and says why', async () => {
+    const failed = await run(['restart', 'web']);
+    expect(failed).toMatchObject({ code: 1, out: 'web: not restarted (start_failed)', err: expect.stringMatching(/^web: MCPOOL_[A-Z_]+: /) });
+    const json = await run(['restart', 'web', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.out)).toMatchObject({ restarted: false, reason: 'start_failed' });
+  });
+
+  it('reload re-reads the config and says what changed; a rejected config exits 1', async () => {
+    const reloaded = await run(['reload']);
+    expect(reloaded).toMatchObject({ code: 0, out: `reloaded ${join(dir, 'good.json')}: added - · removed - · changed - · unchanged echo, web` });
+    expect(JSON.parse((await run(['reload', '--json'])).out)).toMatchObject({ unchanged: ['echo', 'web'] });
+    const good = readFileSync(join(dir, 'good.json'), 'utf8');
+    writeFileSync(join(dir, 'good.json'), JSON.stringify({ mcpServers: { echo: { command: 7 } } }));
+    try {
+      expect(await run(['reload'])).toMatchObject({ code: 1, err: expect.stringContaining('409 MCPOOL_CONFIG_REJECTED') });
+    } finally {
+      writeFileSync(join(dir, 'good.json'), good);
+    }
+  });
+
+  it('--port names the daemon on 127.0.0.1, for every client command; with --url it is a usage error', async () => {
+    for (const command of ['status', 'sessions']) {
+      expect((await run([command, '--port', String(running.port)], { MCPOOL_URL: 'http://127.0.0.1:9' })).code, command).toBe(0);
+      expect((await run([command, '--url', running.url], { MCPOOL_URL: 'http://127.0.0.1:9' })).code, command).toBe(0);
+    }
+    expect((await run(['reload', '--port', String(running.port)], { MCPOOL_URL: 'http://127.0.0.1:9' })).code).toBe(0);
+    expect((await run(['status', '--port', String(running.port), '--url', running.url])).code).toBe(2);
+  });
+
   it('sessions lists the sessions', async () => {
     expect((await run(['sessions'])).out).toBe('(no sessions)');
     const session = await running.daemon.createSession({ id: 'operator', rights: new Set(['read', 'write']) }, { label: 'cli' });
@@ -131,4 +161,13 @@ describe('usage and serve failures', () => {
     expect((await run(['serve', '--config', 'bad.json'])).code).toBe(2);
     expect((await run(['serve', '--config', 'good.json', '--port', String(running.port)])).code).toBe(3);
   });
+});
+
+describe('mcpool stop (last: it ends the shared daemon)', () => {
+  it('stops the daemon through the API and waits until it is gone; a daemon already gone exits 3', async () => {
+    const stopped = await run(['stop']);
+    expect(stopped).toMatchObject({ code: 0, out: `the daemon at ${running.url} stopped` });
+    expect(await running.stopped).toBe(0);
+    expect((await run(['stop'])).code).toBe(3);
+  }, 60_000);
 });

@@ -1,8 +1,15 @@
 /**
- * The event hub's replay for Last-Event-ID: exact when it can be, `events_lost` when it cannot.
+ * The event hub's replay for Last-Event-ID: exact when it can be, `events_lost` when it cannot;
+ * the pool events the daemon's entry watcher consumes (real, growing generations); and the
+ * watcher itself, which follows them instead of polling the pool's snapshot.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import type { DaemonEventPayload } from '@mcpool/client';
+import { McpTransportPool, type PoolEvent } from '@mcpool/core';
+import type { EntryEvent } from '@mcpool/protocol';
 import { EventHub } from '@mcpool/daemon';
+import { fixtureConfig, killMarked, marker } from '../../../test/helpers/processes.js';
+import { harness } from './helpers.js';
 
 const closed = (sessionId: string) => ({ type: 'session_closed' as const, sessionId });
 
@@ -42,4 +49,60 @@ describe('EventHub', () => {
     // The oldest buffered event is 3: an id of 2 missed nothing.
     expect(hub.since(`${hub.epoch}-2`).lost).toBeUndefined();
   });
+});
+
+describe('pool events (what the daemon consumes)', () => {
+  it('carry the entry’s real generation: it never goes down, and a restart raises it', async () => {
+    const mark = marker('generations');
+    const events: PoolEvent[] = [];
+    const pool = new McpTransportPool({ stateDir: false, drainDelayMs: 60_000, shutdownStepMs: 500, onEvent: (event) => events.push(event) });
+    try {
+      const view = await pool.acquire('echo', fixtureConfig('echo.mjs', mark), 's1');
+      const [restart] = await pool.restartByName('echo');
+      expect(restart).toMatchObject({ restarted: true });
+      await view.release();
+      await vi.waitFor(() => expect(events.filter((e) => e.type === 'statusChanged').map((e) => e.status)).toContain('draining'), { timeout: 10_000, interval: 20 });
+      await pool.drainAll();
+      const entry = events.filter((e): e is EntryEvent => 'entryIndex' in e && e.serverName === 'echo' && e.entryIndex === 0);
+      expect(entry.map((e) => (e.type === 'statusChanged' ? e.status : e.type))).toEqual(['spawning', 'active', 'disconnected', 'reconnected', 'draining', 'closed']);
+      const generations = entry.map((e) => e.generation);
+      // A receiver that drops anything older than what it applied loses none of these.
+      for (let i = 1; i < generations.length; i++) expect(generations[i]!).toBeGreaterThanOrEqual(generations[i - 1]!);
+      const active = entry.find((e) => e.type === 'statusChanged' && e.status === 'active')!;
+      expect(active.generation).toBeGreaterThan(0);
+      expect(entry.find((e) => e.type === 'reconnected')!.generation).toBeGreaterThan(active.generation);
+    } finally {
+      await pool.drainAll();
+      killMarked(mark);
+    }
+  }, 120_000);
+});
+
+describe('the daemon’s entry watcher', () => {
+  it('follows the pool’s events, without polling its snapshot', async () => {
+    const mark = marker('watcher');
+    const h = await harness({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) } }, { marks: [mark] });
+    try {
+      const seen: DaemonEventPayload[] = [];
+      h.daemon.events.subscribe((event) => seen.push(event.payload));
+      const snapshots = vi.spyOn(h.daemon.pool, 'getSnapshot');
+      // 1. Idle: nothing asks the pool for its snapshot (the old watcher did every 250 ms).
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(snapshots).not.toHaveBeenCalled();
+      // 2. A lifecycle change is an event at once, with the entry's refs.
+      await h.daemon.pool.restartByName('echo');
+      await vi.waitFor(() => expect(seen).toContainEqual({ type: 'disconnected', serverName: 'echo', entryIndex: 0, generation: expect.any(Number), reason: 'restart' }), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(() => expect(seen.map((e) => e.type)).toContain('reconnected'), { timeout: 30_000, interval: 20 });
+      const [disconnected, reconnected] = [seen.find((e) => e.type === 'disconnected'), seen.find((e) => e.type === 'reconnected')] as { generation: number }[];
+      expect(reconnected!.generation).toBeGreaterThan(disconnected!.generation);
+      // 3. An entry that closes is `gone`, once.
+      await h.daemon.shutdown('test');
+      const statuses = seen.filter((e) => e.type === 'entry_status');
+      expect(statuses.filter((e) => e.status === 'gone')).toHaveLength(1);
+      // (it may have been seen draining first, when the warm hold's release reached the actor in time)
+      expect(statuses.at(-1)).toEqual({ type: 'entry_status', serverName: 'echo', entryIndex: 0, status: 'gone', previous: expect.stringMatching(/^(active|draining)$/), refs: 0 });
+    } finally {
+      await h.close();
+    }
+  }, 120_000);
 });

@@ -59,9 +59,11 @@ afterAll(async () => {
 
 const status = async (): Promise<WorkspaceMcpStatus> => (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<WorkspaceMcpStatus>();
 
-/** Every documented route with its path parameters filled in. */
-function concreteRoutes(): { method: 'GET' | 'POST' | 'DELETE'; url: string }[] {
-  return routeTable(h.daemon, new SecretRedactor()).map((route) => ({ method: route.method, url: route.url.replace(':server', 'echo').replace(':id', 'no-such-session') }));
+/** Every documented route with its path parameters filled in (the public `/healthz` too, unless asked). */
+function concreteRoutes(options: { withPublic?: boolean } = {}): { method: 'GET' | 'POST' | 'DELETE'; url: string }[] {
+  return routeTable(h.daemon, new SecretRedactor())
+    .filter((route) => options.withPublic !== false || route.public !== true)
+    .map((route) => ({ method: route.method, url: route.url.replace(':server', 'echo').replace(':id', 'no-such-session') }));
 }
 
 describe('GET /workspace/mcp', () => {
@@ -94,17 +96,32 @@ describe('GET /workspace/mcp', () => {
 });
 
 describe('security on every route', () => {
-  it('401 without a token, with an unknown one, or with another scheme; the answer names Bearer', async () => {
-    for (const route of concreteRoutes()) {
+  it('401 without a token, with an unknown one, or with another scheme, on every route but /healthz; the answer names Bearer', async () => {
+    const guarded = concreteRoutes({ withPublic: false });
+    expect(guarded.map((route) => route.url)).toEqual(expect.arrayContaining(['/workspace/mcp', '/readyz', '/metrics', '/workspace/shutdown']));
+    expect(guarded.map((route) => route.url)).not.toContain('/healthz');
+    for (const route of guarded) {
       const missing = await h.request({ ...route, token: null });
       expect(missing.statusCode, `${route.method} ${route.url}`).toBe(401);
       expect(missing.headers['www-authenticate']).toBe('Bearer realm="mcpool"');
       expect(errorBodySchema.parse(missing.json())).toEqual({ statusCode: 401, code: 'MCPOOL_UNAUTHORIZED', error: 'Unauthorized', message: 'a bearer token is required' });
       expect((await h.request({ ...route, token: 'not-a-known-token-at-all' })).statusCode).toBe(401);
     }
-    expect((await h.request({ method: 'GET', url: '/healthz', token: null, headers: { authorization: `Basic ${h.token}` } })).statusCode).toBe(401);
+    expect((await h.request({ method: 'GET', url: '/capabilities', token: null, headers: { authorization: `Basic ${h.token}` } })).statusCode).toBe(401);
     // A client whose token variable is unset is simply not there.
-    expect((await h.request({ method: 'GET', url: '/healthz', token: '' })).statusCode).toBe(401);
+    expect((await h.request({ method: 'GET', url: '/capabilities', token: '' })).statusCode).toBe(401);
+  });
+
+  it('/healthz answers 200 without a token (or with a bad one), and says nothing but that it is alive', async () => {
+    for (const token of [null, 'not-a-known-token-at-all', h.token]) {
+      const response = await h.request({ method: 'GET', url: '/healthz', token });
+      expect(response.statusCode, String(token)).toBe(200);
+      expect(Object.keys(healthSchema.parse(response.json())).sort()).toEqual(['status', 'uptimeMs']);
+    }
+    expect((await h.request({ method: 'GET', url: '/healthz', token: null, headers: { authorization: `Basic ${h.token}` } })).statusCode).toBe(200);
+    // Host and Origin are still checked: a rebinding page cannot even learn that the daemon is up.
+    expect((await h.request({ method: 'GET', url: '/healthz', token: null, headers: { host: 'evil.example.com' } })).statusCode).toBe(403);
+    expect((await h.request({ method: 'GET', url: '/healthz', token: null, headers: { origin: 'http://evil.example.com' } })).statusCode).toBe(403);
   });
 
   it('403 for a Host that is not loopback or allow-listed (DNS rebinding), before the token is looked at', async () => {

@@ -112,10 +112,14 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
     if (explicit && !LOOPBACK.has(url.hostname)) {
       logger.warn({ host: url.hostname }, '--autostart only starts a daemon on this machine: the URL is not loopback, so it is off');
     } else {
+      // The daemon serves the whole machine: it must not depend on where its first client ran.
+      // It runs in the state directory, with the config it was given (flag or MCPOOL_CONFIG) by
+      // absolute path; with none, it finds the user's config as `serve` anywhere would.
       const serveArgs: string[] = [];
-      if (options.config) serveArgs.push('--config', resolve(io.cwd, options.config));
+      const config = options.config ?? (env.MCPOOL_CONFIG || undefined);
+      if (config) serveArgs.push('--config', resolve(io.cwd, config));
       if (explicit && url.port !== '') serveArgs.push('--port', url.port);
-      starter = new DaemonStarter({ baseUrl: url.origin, token: tracked, serveArgs, stateDir, env, cwd: io.cwd, logger });
+      starter = new DaemonStarter({ baseUrl: url.origin, token: tracked, serveArgs, stateDir, env, cwd: stateDir, logger });
     }
   }
 

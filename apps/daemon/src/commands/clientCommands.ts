@@ -1,10 +1,12 @@
 /**
- * `mcpool status | restart | sessions`: thin commands over `@mcpool/client`. The daemon's URL
- * comes from `--url`, `MCPOOL_URL`, or the host and port of the config `serve` would use; the
- * token from `MCPOOL_TOKEN` or the state directory's token file.
+ * `mcpool status | restart | reload | stop | sessions`: thin commands over `@mcpool/client`. The
+ * daemon's URL comes from `--url`, `--port` (on 127.0.0.1), `MCPOOL_URL`, or the host and port
+ * of the config `serve` would use; the token from `MCPOOL_TOKEN` or the state directory's token
+ * file.
  */
 import { readFile } from 'node:fs/promises';
-import { McpoolClient, isRestartEntries, type RestartResponse, type SessionInfo, type WorkspaceMcpStatus } from '@mcpool/client';
+import { setTimeout as delay } from 'node:timers/promises';
+import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type ReloadResult, type RestartResponse, type SessionInfo, type WorkspaceMcpStatus } from '@mcpool/client';
 import { readOperatorToken } from '../auth.js';
 import { DEFAULT_SETTINGS, parseJsonDocument, resolveSettings } from '../config/daemonConfig.js';
 import { discoverConfig } from '../config/discovery.js';
@@ -19,6 +21,8 @@ export interface CommandIo {
 
 export interface ConnectOptions {
   url?: string;
+  /** `--port`: the daemon on 127.0.0.1 at this port. */
+  port?: number;
   config?: string;
 }
 
@@ -29,6 +33,8 @@ export class UsageError extends Error {
 
 /** The URL the daemon listens on, as far as this machine's config says. */
 export async function daemonUrl(options: ConnectOptions, io: CommandIo): Promise<string> {
+  if (options.url !== undefined && options.port !== undefined) throw new UsageError('give --url or --port, not both');
+  if (options.port !== undefined) return `http://127.0.0.1:${options.port}`;
   const explicit = options.url ?? io.env.MCPOOL_URL;
   if (explicit) return explicit;
   // A config `serve` would refuse tells nothing better than the defaults: fall back to them.
@@ -44,13 +50,16 @@ export async function daemonUrl(options: ConnectOptions, io: CommandIo): Promise
   return `http://${host}:${settings.port}`;
 }
 
-export async function connect(options: ConnectOptions, io: CommandIo): Promise<McpoolClient> {
+/** A client of the daemon, with the token it uses (for the routes the client has no method for). */
+export type ConnectedClient = McpoolClient & { readonly token: string };
+
+export async function connect(options: ConnectOptions, io: CommandIo): Promise<ConnectedClient> {
   const baseUrl = await daemonUrl(options, io);
   const stateDir = defaultStateDir({ env: io.env });
   const token = await readOperatorToken(stateDir, io.env);
   if (token === undefined) throw new UsageError(`no token: set MCPOOL_TOKEN, or start \`mcpool serve\` once (it writes ${stateDir}/token)`);
   try {
-    return new McpoolClient({ baseUrl, token });
+    return Object.assign(new McpoolClient({ baseUrl, token }), { token });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -83,6 +92,48 @@ export function formatRestart(server: string, response: RestartResponse): string
   return response.entries
     .map((entry) => (entry.restarted ? `${server}#${entry.entryIndex}: restarted in ${entry.durationMs} ms` : `${server}#${entry.entryIndex}: not restarted (${entry.reason ?? 'skipped'})`))
     .join('\n');
+}
+
+/** True when the restart did not happen (for one entry, or for any of several). */
+export function restartFailed(response: RestartResponse): boolean {
+  return isRestartEntries(response) ? response.entries.length === 0 || response.entries.some((entry) => !entry.restarted) : !response.restarted;
+}
+
+export function formatReload(result: ReloadResult): string {
+  const list = (names: string[]): string => (names.length > 0 ? names.join(', ') : '-');
+  const lines = [`reloaded ${result.source ?? '(built-in config)'}: added ${list(result.added)} · removed ${list(result.removed)} · changed ${list(result.changed)} · unchanged ${list(result.unchanged)}`];
+  if (result.needsRestart.length > 0) lines.push(`these daemon settings apply only after a restart of the daemon: ${result.needsRestart.join(', ')}`);
+  return lines.join('\n');
+}
+
+/**
+ * `POST /workspace/shutdown`, then waits until the daemon no longer answers (its shutdown is
+ * bounded by the `timeoutMs` it answered with, plus a margin for the process to end).
+ */
+export async function stopDaemon(client: ConnectedClient): Promise<{ stopped: boolean; waitedMs: number }> {
+  const url = `${client.baseUrl}/workspace/shutdown`;
+  let answer: Response;
+  try {
+    answer = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${client.token}`, accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
+  } catch (error) {
+    throw new McpoolRequestError('MCPOOL_UNREACHABLE', `cannot reach the mcpool daemon at ${client.baseUrl}: ${(error as Error).message}`, { cause: error });
+  }
+  const body = (await answer.json().catch(() => undefined)) as { stopping?: boolean; timeoutMs?: number; statusCode?: number; code?: string; error?: string; message?: string } | undefined;
+  if (answer.status !== 202) {
+    throw new McpoolHttpError({ statusCode: answer.status, code: body?.code ?? 'MCPOOL_HTTP_ERROR', error: body?.error ?? answer.statusText, message: body?.message ?? `HTTP ${answer.status}` });
+  }
+  const response = { timeoutMs: typeof body?.timeoutMs === 'number' ? body.timeoutMs : 10_000 };
+  const started = Date.now();
+  const deadline = started + response.timeoutMs + 10_000;
+  for (let attempt = 0; Date.now() < deadline; attempt++) {
+    try {
+      await client.health({ signal: AbortSignal.timeout(1000) });
+    } catch (error) {
+      if (error instanceof McpoolRequestError && error.code === 'MCPOOL_UNREACHABLE') return { stopped: true, waitedMs: Date.now() - started };
+    }
+    await delay(Math.min(50 * 2 ** attempt, 500));
+  }
+  return { stopped: false, waitedMs: Date.now() - started };
 }
 
 export function formatSessions(sessions: SessionInfo[]): string {

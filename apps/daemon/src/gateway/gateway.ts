@@ -18,6 +18,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
+import type { SecretRedactor } from '../secrets.js';
 import { ANONYMOUS_ID, accessOf } from './access.js';
 import { GatewaySession } from './gatewaySession.js';
 import { UpstreamLogLevels } from './logLevels.js';
@@ -26,6 +27,8 @@ import { RpcCode, rpcErrorBody } from './rpcErrors.js';
 export interface GatewayOptions {
   daemon: Daemon;
   logger: Logger;
+  /** What leaves through `/mcp` is scrubbed of every secret the daemon knows, as REST bodies are. */
+  redactor: SecretRedactor;
 }
 
 /** The loopback test principal: `/mcp` only, every server. */
@@ -42,6 +45,7 @@ const OTHER_METHODS = ['PUT', 'PATCH', 'HEAD', 'OPTIONS'] as const;
 export class Gateway {
   readonly #daemon: Daemon;
   readonly #logger: Logger;
+  readonly #redactor: SecretRedactor;
   readonly #sessions = new Map<string, GatewaySession>();
   readonly #levels = new UpstreamLogLevels();
   /** Initializes under way (they count against the session cap). */
@@ -51,6 +55,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
+    this.#redactor = options.redactor;
     this.#logger = options.logger.child({ component: 'gateway' });
     const settings = this.#daemon.settings;
     if (settings.insecureNoAuthLoopback) {
@@ -148,6 +153,7 @@ export class Gateway {
           logger: this.#logger,
           callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
           version: this.#daemon.version,
+          redact: (message) => this.#redactor.scrubValue(message),
           onClosed: (closed) => {
             if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
           },

@@ -31,7 +31,7 @@ import {
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { McpError, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayAccess } from './access.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
@@ -69,6 +69,11 @@ export interface GatewaySessionDeps {
   logger: Logger;
   callTimeoutMs(): number;
   version: string;
+  /**
+   * Applied to every message this session sends downstream (results, notifications, requests):
+   * the SDK transport writes the HTTP response itself, so no response hook of the app sees it.
+   */
+  redact(message: JSONRPCMessage): JSONRPCMessage;
   /** The session is closing: forget it. */
   onClosed(session: GatewaySession): void;
 }
@@ -180,6 +185,9 @@ export class GatewaySession {
       onsessioninitialized: () => onInitialized(),
       onsessionclosed: () => this.#logger.debug({ sessionId: this.id }, 'gateway session: DELETE'),
     });
+    // Every message out goes through the secret policy first (one place: the transport's send).
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => send(this.#deps.redact(message), options);
     this.#server = server;
     this.#transport = transport;
     await server.connect(transport);
@@ -251,7 +259,9 @@ export class GatewaySession {
       } catch (error) {
         slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
         slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
-        if (!this.closed) this.#logger.warn({ sessionId: this.id, server: slot.name, code: slot.error.code, error: slot.error.message }, 'gateway session could not acquire a server');
+        // A failed spawn has its one log line from the daemon's entry watcher already.
+        const spawnFailure = slot.error.code === ErrorCode.SPAWN_FAILED || slot.error.code === ErrorCode.SPAWN_TIMEOUT;
+        if (!this.closed) (spawnFailure ? this.#logger.debug : this.#logger.warn).call(this.#logger, { sessionId: this.id, server: slot.name, code: slot.error.code, error: slot.error.message }, 'gateway session could not acquire a server');
         return undefined;
       } finally {
         slot.acquiring = undefined;

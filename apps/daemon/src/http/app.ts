@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { CapabilitiesResponse, HealthResponse } from '@mcpool/client';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
-import { DaemonErrorCode, classifyError, errorBody } from './errors.js';
+import { DaemonErrorCode, HttpError, classifyError, errorBody } from './errors.js';
 import { buildOpenApi, type RouteDoc } from './openapi.js';
 import {
   capabilitiesSchema,
@@ -22,6 +22,7 @@ import {
   restartResponseSchema,
   sessionInfoSchema,
   sessionListSchema,
+  shutdownResponseSchema,
   toolCallBody,
   toolCallResponseSchema,
   workspaceMcpSchema,
@@ -53,6 +54,11 @@ export interface AppOptions {
   daemon: Daemon;
   logger: Logger;
   redactor: SecretRedactor;
+  /**
+   * What `POST /workspace/shutdown` does once its answer is on its way: `mcpool serve` stops the
+   * whole process (HTTP server included). @default the daemon's own shutdown (the pool drains)
+   */
+  stop?: (reason: string) => void;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => unknown;
@@ -62,7 +68,7 @@ interface Route extends RouteDoc {
 }
 
 /** The routes, in one table: registration and `/openapi.json` both read it. */
-function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>): Route[] {
+function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>, stop: (reason: string) => void): Route[] {
   const principal = (request: FastifyRequest) => request.principal!;
   return [
     {
@@ -81,6 +87,22 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       responses: { 200: { description: 'What changed', schema: reloadResultSchema } },
       errors: [409, 501, 503],
       handler: () => daemon.reload('api'),
+    },
+    {
+      method: 'POST',
+      url: '/workspace/shutdown',
+      summary: 'Stop the daemon: answers 202 at once, then shuts down as on SIGTERM (each server gets stdin EOF → SIGTERM → SIGKILL within daemon.shutdownTimeoutMs) and exits',
+      right: 'write',
+      responses: { 202: { description: 'The shutdown has started', schema: shutdownResponseSchema } },
+      errors: [503],
+      handler: async (request, reply) => {
+        if (!daemon.accepting) throw new HttpError(DaemonErrorCode.SHUTTING_DOWN, 'the daemon is already shutting down');
+        request.log.info({ client: principal(request).id }, 'shutdown requested through the API');
+        await reply.code(202).send({ stopping: true, timeoutMs: daemon.settings.shutdownTimeoutMs });
+        // After the answer: the stop closes the HTTP server this request came through.
+        setImmediate(() => stop('api'));
+        return reply;
+      },
     },
     {
       method: 'POST',
@@ -168,15 +190,16 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
     {
       method: 'GET',
       url: '/healthz',
-      summary: 'The daemon is up',
+      summary: 'Liveness: the daemon answers. No token needed (for service managers and probes); no server or session data',
       right: 'read',
+      public: true,
       responses: { 200: { description: 'Alive', schema: healthSchema } },
       handler: (): HealthResponse => ({ status: 'ok', uptimeMs: Date.now() - daemon.startedAt }),
     },
     {
       method: 'GET',
       url: '/readyz',
-      summary: 'Ready once every configured server has been started once (503 before)',
+      summary: 'Ready once every server of the current config has been started once (503 before, and again while servers a reload added start)',
       right: 'read',
       responses: { 200: { description: 'Ready', schema: readySchema } },
       errors: [503],
@@ -209,6 +232,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
 /** Builds the app (not listening). The caller listens, and closes it at shutdown. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { daemon, logger, redactor } = options;
+  const stop = options.stop ?? ((reason: string) => void daemon.shutdown(reason).catch(() => undefined));
   const settings = daemon.settings;
   const app = Fastify({
     loggerInstance: logger.child({ component: 'http' }) as FastifyBaseLogger,
@@ -240,7 +264,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return cached;
   };
   // The /mcp gateway (issue 5): its sessions end with the daemon's shutdown and with the app.
-  const gateway = new Gateway({ daemon, logger });
+  const gateway = new Gateway({ daemon, logger, redactor });
   daemon.trackStream(() => void gateway.close());
   app.addHook('onClose', () => gateway.close());
   app.decorate('gateway', gateway);
@@ -273,9 +297,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   let document: Record<string, unknown> | undefined;
-  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)));
+  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop);
   for (const route of table) {
-    app.route({ method: route.method, url: route.url, config: { right: route.right }, handler: route.handler });
+    app.route({ method: route.method, url: route.url, config: { right: route.right, ...(route.public ? { public: true } : {}) }, handler: route.handler });
   }
   gateway.register(app);
   await registerDashboard(app, uiSessions);
@@ -284,5 +308,5 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /** The documented routes (for tests comparing them with what fastify registered). */
 export function routeTable(daemon: Daemon, redactor: SecretRedactor): RouteDoc[] {
-  return routes(daemon, redactor, () => ({})).map(({ handler: _handler, ...doc }) => doc);
+  return routes(daemon, redactor, () => ({}), () => undefined).map(({ handler: _handler, ...doc }) => doc);
 }

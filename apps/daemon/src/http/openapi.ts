@@ -17,6 +17,8 @@ export interface RouteDoc {
   url: string;
   summary: string;
   right: 'read' | 'write';
+  /** Answers without a token (Host and Origin are still checked). */
+  public?: boolean;
   body?: z.ZodType;
   query?: z.ZodObject;
   /** Success responses by status. */
@@ -61,12 +63,13 @@ export function buildOpenApi(routes: readonly RouteDoc[], version: string): Reco
         ...(doc.schema || doc.contentType ? { content: { [doc.contentType ?? 'application/json']: doc.schema ? { schema: jsonSchema(doc.schema, 'output') } : {} } } : {}),
       };
     }
-    for (const status of [401, 403, ...(route.errors ?? [])]) {
+    for (const status of [...(route.public ? [] : [401]), 403, ...(route.errors ?? [])]) {
       responses[String(status)] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }
     (paths[path] ??= {})[route.method.toLowerCase()] = {
       summary: route.summary,
-      description: `Needs the \`${route.right}\` right.`,
+      description: route.public ? 'No token needed.' : `Needs the \`${route.right}\` right.`,
+      ...(route.public ? { security: [] } : {}),
       ...(parameters.length > 0 ? { parameters } : {}),
       ...(route.body ? { requestBody: { required: false, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
       responses,
@@ -78,7 +81,7 @@ export function buildOpenApi(routes: readonly RouteDoc[], version: string): Reco
       title: 'mcpool daemon control API',
       version,
       description:
-        'REST control API of the mcpool daemon. Every route needs a bearer token; GETs need the `read` right, everything else `write`. Requests with a Host other than loopback (or daemon.allowedHosts) or a foreign Origin get 403.',
+        'REST control API of the mcpool daemon. Every route but `/healthz` needs a bearer token; GETs need the `read` right, everything else `write`. Requests with a Host other than loopback (or daemon.allowedHosts) or a foreign Origin get 403.',
     },
     servers: [{ url: 'http://127.0.0.1:7070' }],
     security: [{ bearer: [] }],

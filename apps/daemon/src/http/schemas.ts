@@ -128,6 +128,8 @@ export const sessionInfoSchema = z.object({
 export const sessionListSchema = z.object({ sessions: z.array(sessionInfoSchema) }).strict();
 export const toolCallResponseSchema = z.object({ result: z.record(z.string(), z.unknown()) }).strict();
 export const capabilitiesSchema = z.object({ version: z.string(), capabilities: z.array(z.string()) }).strict();
+/** `POST /workspace/shutdown`: the stop has begun; it ends within `timeoutMs` (daemon.shutdownTimeoutMs). */
+export const shutdownResponseSchema = z.object({ stopping: z.literal(true), timeoutMs: z.number().int() }).strict();
 export const healthSchema = z.object({ status: z.literal('ok'), uptimeMs: z.number() }).strict();
 export const readySchema = z.object({ ready: z.boolean(), servers: z.object({ total: z.number().int(), ready: z.number().int(), failed: z.number().int() }).strict() });
 

@@ -4,7 +4,8 @@
  * 2. an `Origin`, when sent, must be allow-listed (S-2) → 403, unless it is the daemon's own
  *    origin (`http://` + the allowed Host); an allowed one gets CORS headers, and its preflight is
  *    answered here (a preflight carries no token);
- * 3. a bearer token the daemon knows (S-4) → 401;
+ * 3. a bearer token the daemon knows (S-4) → 401, except on a public route (`/healthz`: a
+ *    liveness probe by a service manager has no token, and the answer holds no data);
  * 4. the route's right (`read` for GETs, `write` for the rest) → 403.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -64,7 +65,7 @@ declare module 'fastify' {
     right?: Right;
     /** The route may run without a token when the hook's `anonymous` gives a principal (the `/mcp` test mode). */
     anonymous?: boolean;
-    /** The route needs no credential at all (the dashboard's page, its assets and its sign-in). */
+    /** The route needs no credential at all: its answer holds no data (liveness, the dashboard's page and assets, its sign-in). */
     public?: boolean;
   }
 }
@@ -105,6 +106,7 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
       }
     }
 
+    // Whatever token came (none, or a stale one), a liveness probe is answered.
     if (!request.is404 && request.routeOptions.config?.public === true) return;
 
     const authorization = request.headers.authorization;

@@ -115,14 +115,15 @@ beforeAll(async () => {
   url = listening.msg.slice('listening on '.length);
   const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
   client = new McpoolClient({ baseUrl: url, token });
-  await vi.waitFor(async () => expect((await client.ready()).ready).toBe(true), { timeout: 20_000, interval: 50 });
+  // Generous: on a loaded machine the npm servers alone take many seconds to start.
+  await vi.waitFor(async () => expect((await client.ready()).ready).toBe(true), { timeout: 90_000, interval: 50 });
   let opened!: () => void;
   const open = new Promise<void>((resolve) => (opened = resolve));
   streamDone = (async () => {
     for await (const event of client.events({ signal: streamStop.signal, retryMs: 50, onOpen: () => opened() })) events.push(event);
   })();
   await open;
-}, 60_000);
+}, 150_000);
 
 afterAll(async () => {
   // E2E_DEBUG=1 prints what the daemon logged above info, to see why a run failed.
@@ -248,7 +249,8 @@ describe('mcpool serve (real process)', () => {
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5000, interval: 50 });
     expect(isAlive(daemon.pid!)).toBe(false);
     const messages = stdout.map((line) => (JSON.parse(line) as { msg: string }).msg);
-    expect(messages.slice(-4)).toEqual(['SIGTERM: shutting down', 'shutting down', 'pool drained', 'stopped']);
+    // (each server's end is one `<name>#<i> gone` line among them)
+    expect(messages.filter((msg) => !msg.endsWith(' gone')).slice(-4)).toEqual(['SIGTERM: shutting down', 'shutting down', 'pool drained', 'stopped']);
     // Nothing the daemon printed or answered holds the env secret.
     expect([...stdout, ...stderr, ...bodies, JSON.stringify(events)].join('\n')).not.toContain(CANARY);
   });
