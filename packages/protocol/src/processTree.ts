@@ -37,6 +37,7 @@ const QUERY_TIMEOUT_MS = 2000;
 function run(command: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { timeout: QUERY_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, encoding: 'utf8' }, (error, stdout) => {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error; @types/node builds its type with Omit
       if (error && !(typeof error.code === 'number' && error.code === 1 && command === 'pgrep')) reject(error);
       else resolve(stdout);
     });
