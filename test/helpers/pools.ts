@@ -9,9 +9,9 @@ import { expectNoSurvivors, marker } from './processes.js';
 
 export interface PoolsForTests {
   /** A pool drained (forced) after the test; `defaults` then `options` apply. */
-  newPool(options?: McpTransportPoolOptions): McpTransportPool;
+  newPool: (options?: McpTransportPoolOptions) => McpTransportPool;
   /** A marker argument unique to the test, checked for survivors after it. */
-  newMark(label: string): string;
+  newMark: (label: string) => string;
 }
 
 /** Registers the `afterEach` cleanup of the calling test file. */

@@ -106,7 +106,7 @@ export function isRunning(pid: number): boolean {
 export async function expectNoSurvivors(mark: string): Promise<void> {
   const { expect, vi } = await import('vitest');
   try {
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
   } finally {
     killMarked(mark);
   }

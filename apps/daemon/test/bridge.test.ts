@@ -72,7 +72,7 @@ describe('relay', () => {
 
     const progress: number[] = [];
     const call = client.callTool({ name: 'slow' }, undefined, { onprogress: (p) => progress.push(p.progress) });
-    await vi.waitFor(() => expect(progress).toEqual([1]), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(progress).toEqual([1]), { timeout: 15_000, interval: 10 });
     server.releaseSlow();
     expect(text(await call)).toBe('slow done');
   });
@@ -81,9 +81,9 @@ describe('relay', () => {
     const client = await connected();
     const changed = vi.fn();
     client.setNotificationHandler(ToolListChangedNotificationSchema, changed);
-    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET' && seen.status === 200)).toBe(true), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET' && seen.status === 200)).toBe(true), { timeout: 15_000, interval: 10 });
     await client.callTool({ name: 'notify' });
-    await vi.waitFor(() => expect(changed).toHaveBeenCalledTimes(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(changed).toHaveBeenCalledTimes(1), { timeout: 15_000, interval: 10 });
     const get = server.seen.find((seen) => seen.method === 'GET')!;
     expect(get).toMatchObject({ accept: 'text/event-stream', sessionId: server.sessions()[0], protocolVersion: '2025-11-25' });
   });
@@ -91,7 +91,7 @@ describe('relay', () => {
   it('tolerates 405 on the GET stream (no retries)', async () => {
     server.getStatus = 405;
     const client = await connected();
-    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET')).toBe(true), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET')).toBe(true), { timeout: 15_000, interval: 10 });
     expect(text(await client.callTool({ name: 'echo', arguments: { text: 'still fine' } }))).toBe('still fine');
     expect(server.seen.filter((seen) => seen.method === 'GET')).toHaveLength(1);
   });
@@ -100,11 +100,11 @@ describe('relay', () => {
     const client = await connected();
     const controller = new AbortController();
     const call = client.callTool({ name: 'slow' }, undefined, { signal: controller.signal });
-    await vi.waitFor(() => expect(posts('tools/call')).toBe(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(posts('tools/call')).toBe(1), { timeout: 15_000, interval: 10 });
     controller.abort('user');
     await expect(call).rejects.toThrow();
-    await vi.waitFor(() => expect(server.slowAborted).toBe(1), { timeout: 5000, interval: 10 });
-    await vi.waitFor(() => expect(run!.bridge.stats.pending).toBe(0), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.slowAborted).toBe(1), { timeout: 15_000, interval: 10 });
+    await vi.waitFor(() => expect(run!.bridge.stats.pending).toBe(0), { timeout: 15_000, interval: 10 });
     // Nothing answered the cancelled call: no synthetic error for a request the client gave up on.
     expect(run!.messages().filter((message) => 'error' in message)).toEqual([]);
   });
@@ -189,7 +189,7 @@ describe('session recovery (B-3…B-5)', () => {
     // The failed message was retried once: two tools/call to the old session id? No: one 404, one retry.
     expect(server.seen.filter((seen) => seen.rpc === 'tools/call' && seen.status === 404)).toHaveLength(1);
     // B-4: list_changed for what the server advertised (tools and prompts, not resources).
-    await vi.waitFor(() => expect([toolsChanged.mock.calls.length, promptsChanged.mock.calls.length]).toEqual([1, 1]), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect([toolsChanged.mock.calls.length, promptsChanged.mock.calls.length]).toEqual([1, 1]), { timeout: 15_000, interval: 10 });
     expect(run!.messages().some((message) => message.method === 'notifications/resources/list_changed')).toBe(false);
     // The client's own initialize was answered exactly once.
     expect(run!.messages().filter((message) => (message.result as { serverInfo?: unknown } | undefined)?.serverInfo !== undefined)).toHaveLength(1);
@@ -208,7 +208,7 @@ describe('session recovery (B-3…B-5)', () => {
   it('a server answering 404 twice: one JSON-RPC error for that request, no loop', async () => {
     server.getStatus = 405;
     const client = await connected();
-    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET')).toBe(true), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET')).toBe(true), { timeout: 15_000, interval: 10 });
     server.always404 = true;
     const seenBefore = server.seen.length;
     await expect(client.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toThrow(/re-initializing failed/);
@@ -231,7 +231,7 @@ describe('session recovery (B-3…B-5)', () => {
   it('the retried request meeting a 404 again is one error (SESSION_NOT_FOUND), not a loop', async () => {
     server.getStatus = 405;
     const client = await connected();
-    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET')).toBe(true), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET')).toBe(true), { timeout: 15_000, interval: 10 });
     server.notFound = (seen) => seen.rpc === 'tools/call';
     const seenBefore = server.seen.length;
     await expect(client.callTool({ name: 'echo', arguments: { text: 'y' } })).rejects.toThrow(/404.*again/);
@@ -267,13 +267,13 @@ describe('session recovery (B-3…B-5)', () => {
     ]);
     // Their answers went to the bridge, not the client; resources are advertised here, so they are refreshed too.
     expect(run!.messages().filter((message) => typeof message.id === 'string' && message.id.startsWith('mcpool-bridge'))).toEqual([]);
-    await vi.waitFor(() => expect(listChanged.sort()).toEqual(['notifications/prompts/list_changed', 'notifications/resources/list_changed', 'notifications/tools/list_changed']), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(listChanged.sort()).toEqual(['notifications/prompts/list_changed', 'notifications/resources/list_changed', 'notifications/tools/list_changed']), { timeout: 15_000, interval: 10 });
   });
 
   it('a request in flight when the session is lost gets an error; the next one works', async () => {
     const client = await connected();
     const call = client.callTool({ name: 'slow' });
-    await vi.waitFor(() => expect(posts('tools/call')).toBe(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(posts('tools/call')).toBe(1), { timeout: 15_000, interval: 10 });
     await server.forgetSessions();
     await expect(call).rejects.toThrow(/response stream|session was lost/);
     expect(text(await client.callTool({ name: 'echo', arguments: { text: 'next' } }))).toBe('next');
@@ -284,14 +284,14 @@ describe('session recovery (B-3…B-5)', () => {
     const client = await connected();
     const toolsChanged = vi.fn();
     client.setNotificationHandler(ToolListChangedNotificationSchema, toolsChanged);
-    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET' && seen.status === 200)).toBe(true), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.seen.some((seen) => seen.method === 'GET' && seen.status === 200)).toBe(true), { timeout: 15_000, interval: 10 });
     // 1. The daemon goes down: the GET stream breaks and retries against a closed port.
     await server.stop();
     // 2. It comes back on the same port without the old sessions.
     await server.start();
     // 3. The GET retry meets a 404 and re-initializes, with no request from the client.
-    await vi.waitFor(() => expect(run!.bridge.stats.reinits).toBe(1), { timeout: 5000, interval: 10 });
-    await vi.waitFor(() => expect(toolsChanged).toHaveBeenCalledTimes(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(run!.bridge.stats.reinits).toBe(1), { timeout: 15_000, interval: 10 });
+    await vi.waitFor(() => expect(toolsChanged).toHaveBeenCalledTimes(1), { timeout: 15_000, interval: 10 });
     expect(text(await client.callTool({ name: 'echo', arguments: { text: 'after restart' } }))).toBe('after restart');
     expect(run!.bridge.stats.reinits).toBe(1);
     expect(server.initializeParams).toHaveLength(2);
@@ -353,7 +353,7 @@ describe('close (B-6)', () => {
   it('stdin EOF with a call in flight: still ends within a second', async () => {
     const client = await connected();
     void client.callTool({ name: 'slow' }).catch(() => undefined);
-    await vi.waitFor(() => expect(posts('tools/call')).toBe(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(posts('tools/call')).toBe(1), { timeout: 15_000, interval: 10 });
     const started = Date.now();
     run!.input.end();
     await run!.done;
@@ -368,7 +368,7 @@ describe('close (B-6)', () => {
     await run.waitForMessage((message) => message.id === 1);
     run.send(init(2));
     await run.waitForMessage((message) => message.id === 2);
-    await vi.waitFor(() => expect(server.seen.filter((seen) => seen.method === 'DELETE')).toHaveLength(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(server.seen.filter((seen) => seen.method === 'DELETE')).toHaveLength(1), { timeout: 15_000, interval: 10 });
     expect(server.sessions()).toEqual([run.bridge.stats.sessionId]);
   });
 });

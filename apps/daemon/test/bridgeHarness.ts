@@ -63,7 +63,7 @@ export function startBridge(options: Partial<BridgeOptions> & { url: string; tok
     done,
     send: (message) => input.write(`${JSON.stringify(message)}\n`),
     messages,
-    waitForMessage: (match, timeout = 5000) =>
+    waitForMessage: (match, timeout = 15_000) =>
       vi.waitFor(
         () => {
           const found = messages().find(match);

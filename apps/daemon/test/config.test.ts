@@ -123,8 +123,8 @@ describe('loadConfig', () => {
     const dir = tempDir();
     const path = join(dir, 'c.json');
     writeFileSync(path, JSON.stringify({ mcpServers: { bad: { args: [] } }, daemon: { port: -1 } }));
-    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
-    expect(error).toBeInstanceOf(ConfigError);
+    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).then(() => undefined, (e: unknown) => e);
+    if (!(error instanceof ConfigError)) throw new Error(`expected a ConfigError, got ${String(error)}`);
     expect(error.message).toContain(path);
     expect(error.data.issues.map((issue) => issue.path)).toEqual(['daemon.port', 'mcpServers.bad']);
   });
@@ -133,13 +133,15 @@ describe('loadConfig', () => {
     const dir = tempDir();
     const path = join(dir, 'c.json');
     writeFileSync(path, '{\n  "mcpServers": {\n    "x": { "env": { "TOKEN": "sekret-value-123" } ,, }\n}');
-    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).then(() => undefined, (e: unknown) => e);
+    if (!(error instanceof ConfigError)) throw new Error(`expected a ConfigError, got ${String(error)}`);
     expect(error.message).toMatch(/invalid JSON at line 3, column \d+/);
     expect(error.message).not.toContain('sekret');
   });
 
   it('reports an unreadable file', async () => {
-    const error = await loadConfig({ kind: 'file', path: '/nonexistent/mcpool.json', origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    const error = await loadConfig({ kind: 'file', path: '/nonexistent/mcpool.json', origin: 'flag' }, {}).then(() => undefined, (e: unknown) => e);
+    if (!(error instanceof ConfigError)) throw new Error(`expected a ConfigError, got ${String(error)}`);
     expect(error.message).toContain('ENOENT');
   });
 

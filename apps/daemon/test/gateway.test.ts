@@ -264,7 +264,7 @@ describe('tied to the calling request', () => {
     controller.abort('changed my mind');
     await expect(call).rejects.toThrow();
     // The call's cancel reaches the pool (notifications/cancelled upstream) and the elicitation it was riding on.
-    await vi.waitFor(() => expect(elicitationSignal?.aborted).toBe(true), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(elicitationSignal?.aborted).toBe(true), { timeout: 15_000, interval: 20 });
     expect(textOf(await client.callTool({ name: 'echo__echo', arguments: { text: 'after' } }))).toBe('after');
   });
 });
@@ -276,7 +276,7 @@ describe('notifications on the session stream', () => {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void (changed += 1));
     const name = `t${randomUUID().slice(0, 8)}`;
     await client.callTool({ name: 'changes__add_tool', arguments: { name } });
-    await vi.waitFor(() => expect(changed).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(changed).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
     expect((await client.listTools()).tools.map((t) => t.name)).toContain(`changes__${name}`);
     expect(textOf(await client.callTool({ name: `changes__${name}`, arguments: { text: 'new' } }))).toBe('new');
   });
@@ -292,11 +292,11 @@ describe('notifications on the session stream', () => {
     await watcher.subscribeResource({ uri: 'test://watched-resource' });
     await control.subscribeResource({ uri: 'test://watched-resource' });
     await bystander.callTool({ name: 'conformance__touch_watched_resource', arguments: {} });
-    await vi.waitFor(() => expect(seen).toMatchObject({ watcher: 1, control: 1 }), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(seen).toMatchObject({ watcher: 1, control: 1 }), { timeout: 15_000, interval: 20 });
     // 2. Unsubscribed: the next touch reaches the control session only.
     await watcher.unsubscribeResource({ uri: 'test://watched-resource' });
     await bystander.callTool({ name: 'conformance__touch_watched_resource', arguments: {} });
-    await vi.waitFor(() => expect(seen.control).toBe(2), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(seen.control).toBe(2), { timeout: 15_000, interval: 20 });
     await bystander.ping();
     expect(seen).toEqual({ watcher: 1, bystander: 0, control: 2 });
   });
@@ -310,7 +310,7 @@ describe('sessions', () => {
     expect(await refsOf('echo')).toEqual(before.map((refs) => refs + 1));
     expect(h.app.gateway.size).toBe(sessions + 1);
     await transport.terminateSession();
-    await vi.waitFor(async () => expect(await refsOf('echo')).toEqual(before), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect(await refsOf('echo')).toEqual(before), { timeout: 15_000, interval: 20 });
     expect(h.app.gateway.size).toBe(sessions);
     await client.close();
   });
@@ -351,7 +351,7 @@ describe('HTTP refusals', () => {
       url: options.path ?? '/mcp',
       token: options.token,
       headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...options.headers },
-      payload: (options.body ?? initializeBody()) as Record<string, unknown>,
+      payload: (options.body ?? initializeBody()),
     });
 
   it('401 without a token or with a wrong one (no anonymous access outside the test mode)', async () => {

@@ -53,9 +53,9 @@ describe('POST /workspace/mcp/reload-all', () => {
 
     // 4. The old session leaves: entry 0 drains and goes; only the new entry remains.
     await h.request({ method: 'DELETE', url: `/sessions/${old.id}` });
-    await vi.waitFor(async () => expect(entriesOf(await status(), 'echo')).toEqual([{ entryIndex: 1, refs: 2, status: 'active' }]), { timeout: 5000, interval: 50 });
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toHaveLength(1), { timeout: 5000, interval: 50 });
-    await vi.waitFor(() => expect(events).toContainEqual(expect.objectContaining({ type: 'entry_status', serverName: 'echo', entryIndex: 0, status: 'gone' })), { timeout: 2000, interval: 20 });
+    await vi.waitFor(async () => expect(entriesOf(await status(), 'echo')).toEqual([{ entryIndex: 1, refs: 2, status: 'active' }]), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toHaveLength(1), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(() => expect(events).toContainEqual(expect.objectContaining({ type: 'entry_status', serverName: 'echo', entryIndex: 0, status: 'gone' })), { timeout: 15_000, interval: 20 });
     expect(events).toContainEqual({ type: 'config_reloaded', trigger: 'api', added: [], removed: [], changed: ['echo'] });
   });
 
@@ -75,7 +75,7 @@ describe('POST /workspace/mcp/reload-all', () => {
     const prompts = (await status()).servers.find((s) => s.name === 'prompts')!;
     expect(prompts).toMatchObject({ configured: false, entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'per-principal' }] });
     await h.request({ method: 'DELETE', url: `/sessions/${session.id}` });
-    await vi.waitFor(async () => expect((await status()).servers.map((s) => s.name)).toEqual(['echo']), { timeout: 5000, interval: 50 });
+    await vi.waitFor(async () => expect((await status()).servers.map((s) => s.name)).toEqual(['echo']), { timeout: 15_000, interval: 50 });
   });
 
   it('409 for an invalid file: nothing applied, the error names the file and path, an event says so', async () => {

@@ -191,10 +191,10 @@ export class ServerConnection {
     }
     this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => hooks.resourceUpdated(notification.params.uri));
     this.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) =>
-      hooks.notification({ method: notification.method, params: notification.params as Record<string, unknown> }),
+      hooks.notification({ method: notification.method, params: notification.params }),
     );
     this.client.fallbackNotificationHandler = async (notification) =>
-      hooks.notification({ method: notification.method, ...(notification.params ? { params: notification.params as Record<string, unknown> } : {}) });
+      hooks.notification({ method: notification.method, ...(notification.params ? { params: notification.params } : {}) });
   }
 
   #watch(): void {
@@ -281,7 +281,7 @@ export class ServerConnection {
       ...(options.onprogress && options.timeout !== undefined
         ? { resetTimeoutOnProgress: true, maxTotalTimeout: options.timeout * 10 }
         : {}),
-    }) as Promise<Record<string, unknown>>;
+    });
   }
 
   /** Closes the client and the transport (the stdio child's whole group). */

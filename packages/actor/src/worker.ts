@@ -124,8 +124,8 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
             connection = conn;
             clientGeneration = generation;
             store.reset(conn.lists, generation, {
-              serverInfo: conn.client.getServerVersion() as { name: string; version: string } | undefined,
-              capabilities: (conn.client.getServerCapabilities() ?? {}) as Record<string, unknown>,
+              serverInfo: conn.client.getServerVersion(),
+              capabilities: (conn.client.getServerCapabilities() ?? {}),
               instructions: conn.client.getInstructions(),
             });
             conn.onListChanged((kind) => {

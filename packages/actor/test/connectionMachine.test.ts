@@ -80,7 +80,7 @@ interface Harness {
   advance(ms: number): Promise<void>;
   /** Advances to an absolute simulated time. */
   advanceTo(t: number): Promise<void>;
-  status(): ReturnType<typeof statusOf>;
+  status: () => ReturnType<typeof statusOf>;
 }
 
 let actors: ConnectionActor[] = [];

@@ -71,10 +71,10 @@ describe('ProcessGroupStdioTransport', () => {
     const transport = new ProcessGroupStdioTransport({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60', mark], shutdownStepMs: 200 });
     await transport.start();
     const pgid = transport.pid!;
-    await expect.poll(() => Number(execFileSync('sh', ['-c', `ps -A -o pgid= | grep -c "^ *${pgid}$" || true`], { encoding: 'utf8' })), { timeout: 3000 }).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => Number(execFileSync('sh', ['-c', `ps -A -o pgid= | grep -c "^ *${pgid}$" || true`], { encoding: 'utf8' })), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
     await transport.close();
     // Killed grandchildren are re-parented to init, which reaps them a moment later.
-    await expect.poll(() => groupAlive(pgid), { timeout: 3000 }).toBe(false);
+    await expect.poll(() => groupAlive(pgid), { timeout: 15_000 }).toBe(false);
   });
 
   it('a progress notification in the same chunk as its response still reaches the caller', async () => {

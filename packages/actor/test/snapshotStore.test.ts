@@ -8,7 +8,7 @@ import type { ServerSnapshot, ToolInfo } from '@mcpool/protocol';
 import { SnapshotStore } from '../src/snapshotStore.js';
 import type { ListKind, Lists } from '../src/serverConnection.js';
 
-const tool = (name: string): ToolInfo => ({ name, inputSchema: { type: 'object' } }) as ToolInfo;
+const tool = (name: string): ToolInfo => ({ name, inputSchema: { type: 'object' } });
 
 function lists(...toolNames: string[]): Lists {
   return { tools: toolNames.map(tool), prompts: [], resources: [], resourceTemplates: [] };

@@ -3,9 +3,8 @@
  * fixture): connect and call, headers on the upgrade, refused upgrades, loss of the connection,
  * close, and frames that are not MCP messages.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { WebSocketConnectError, WebSocketTransport } from '../src/transports/websocketTransport.js';
@@ -47,10 +46,6 @@ async function callText(client: Client, name: string, args: Record<string, unkno
   return content[0]!.text;
 }
 
-async function until(condition: () => boolean, ms = 2000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition() && Date.now() < deadline) await delay(10);
-}
 
 /** Active handles and requests (`process.getActiveResourcesInfo()`), counted by kind. */
 function handleCounts(): Record<string, number> {
@@ -122,21 +117,26 @@ describe('WebSocketTransport', () => {
     const error = await inFlightError;
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(ErrorCode.ConnectionClosed);
-    await until(() => seen.closes > 0);
-    expect(seen.closes).toBe(1);
+    await vi.waitFor(() => expect(seen.closes).toBe(1), { timeout: 15_000, interval: 10 });
     expect(transport.closeInfo?.code).toBe(1006);
     expect(seen.errors.some((e) => e instanceof TransportLostError && /closed by the server/.test(e.message))).toBe(true);
     await expect(transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' })).rejects.toBeInstanceOf(TransportLostError);
     // close() after the loss resolves at once and does not report a second close.
     await transport.close();
-    await delay(20);
+    await new Promise((resolve) => setImmediate(resolve));
     expect(seen.closes).toBe(1);
   });
 
   it('close() is idempotent, rejects later sends and leaves no open handle', async () => {
-    // vitest's runner arms a short timer of its own as a test starts: let it pass first.
-    await delay(200);
-    const baseline = handleCounts();
+    // vitest's runner arms a short timer of its own as a test starts: the baseline is taken once
+    // only the poller's own timer is left, and read inside a poll like the final count.
+    let baseline: Record<string, number> = {};
+    await expect
+      .poll(() => {
+        baseline = handleCounts();
+        return baseline.Timeout ?? 0;
+      }, { timeout: 15_000, interval: 10 })
+      .toBeLessThanOrEqual(1);
     const { transport, seen } = newTransport();
     const client = await connect(transport);
     expect(await callText(client, 'echo', { text: 'x' })).toBe('x');
@@ -152,10 +152,10 @@ describe('WebSocketTransport', () => {
     expect(transport.closeInfo?.code).toBe(1000);
     await expect(transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' })).rejects.toThrow(/closed/);
     await expect(client.callTool({ name: 'echo', arguments: { text: 'y' } })).rejects.toThrow();
-    // Our socket and the fixture's end of it both gone, and no timer left behind (a short wait
-    // only, so a leaked close-grace timer of 1 s would show).
-    await until(() => JSON.stringify(handleCounts()) === JSON.stringify(baseline), 300);
-    expect(handleCounts()).toEqual(baseline);
+    // Our socket and the fixture's end of it both gone, and no timer left behind: polled only
+    // until the 1 s close grace (armed when close() began) ends, so a leaked grace timer fails it.
+    const graceLeftMs = 1000 - (Date.now() - started) - 20;
+    await expect.poll(handleCounts, { timeout: Math.max(graceLeftMs, 1), interval: 10 }).toEqual(baseline);
     expect(seen.errors).toEqual([]);
   });
 

@@ -309,7 +309,7 @@ class DaemonEventStream implements EventStream {
                 }
                 const { at, ...payload } = parsed;
                 if (message.hasId) this.#lastEventId = message.lastEventId;
-                queue.push({ ...(message.hasId ? { id: message.lastEventId } : {}), at: at ?? new Date().toISOString(), data: payload as DaemonEventPayload });
+                queue.push({ ...(message.hasId ? { id: message.lastEventId } : {}), at: at ?? new Date().toISOString(), data: payload });
               },
               onRetry: (ms) => {
                 retryMs = ms;

@@ -38,7 +38,8 @@ describe('isWorkspaceScopedBudgetEvent', () => {
 describe('reduceSessionViewState', () => {
   it('counts warnings and refused batches whatever the scope, and keeps the last of each', () => {
     let state = reduceSessionViewState(INITIAL_SESSION_VIEW_STATE, warning);
-    state = reduceSessionViewState(state, { ...warning, scope: 'session', liveCount: 9 });
+    const sessionScoped: { type: 'mcp_budget_warning'; scope: string; liveCount: number } = { ...warning, scope: 'session', liveCount: 9 };
+    state = reduceSessionViewState(state, sessionScoped);
     state = reduceSessionViewState(state, refused);
     expect(state.mcpBudgetWarningCount).toBe(2);
     expect(state.mcpChildRefusedBatchCount).toBe(1);

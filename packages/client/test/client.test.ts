@@ -17,12 +17,12 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 
 function fakeFetch(answer: (call: Call, index: number) => Response | Promise<Response>): { fetch: typeof fetch; calls: Call[] } {
   const calls: Call[] = [];
-  const impl = async (input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> => {
-    const call = { url: String(input), init };
+  const impl = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    const call = { url: input instanceof Request ? input.url : String(input), init };
     calls.push(call);
     return answer(call, calls.length - 1);
   };
-  return { fetch: impl as typeof fetch, calls };
+  return { fetch: impl, calls };
 }
 
 function header(call: Call, name: string): string | undefined {
@@ -73,7 +73,7 @@ describe('McpoolClient requests', () => {
     const hanging = fakeFetch(
       (call) =>
         new Promise<Response>((_resolve, reject) => {
-          call.init.signal!.addEventListener('abort', () => reject(call.init.signal!.reason));
+          call.init.signal!.addEventListener('abort', () => reject(call.init.signal!.reason as Error));
         }),
     );
     await expect(new McpoolClient({ token: 't', fetch: hanging.fetch, timeoutMs: 20 }).health()).rejects.toMatchObject({ code: 'MCPOOL_REQUEST_TIMEOUT' });

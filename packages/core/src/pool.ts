@@ -469,7 +469,7 @@ export class McpTransportPool {
     await Promise.all(
       held.map((entry) => {
         const view = entry.views.get(sessionId);
-        return view === undefined ? undefined : this.#releaseView(view);
+        return view === undefined ? Promise.resolve() : this.#releaseView(view);
       }),
     );
   }

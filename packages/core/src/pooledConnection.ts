@@ -279,12 +279,12 @@ export class PooledConnection {
   on<E extends PooledConnectionEvent>(event: E, listener: (payload: PooledConnectionEvents[E]) => void): () => void {
     let set = this.#listeners.get(event);
     if (set === undefined) this.#listeners.set(event, (set = new Set()));
-    set.add(listener as (event: never) => void);
+    set.add(listener);
     return () => this.off(event, listener);
   }
 
   off<E extends PooledConnectionEvent>(event: E, listener: (payload: PooledConnectionEvents[E]) => void): void {
-    this.#listeners.get(event)?.delete(listener as (event: never) => void);
+    this.#listeners.get(event)?.delete(listener);
   }
 
   /** Gives this session's reference back to the pool. Idempotent. */

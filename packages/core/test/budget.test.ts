@@ -127,7 +127,7 @@ describe('the pool and its budget', () => {
     await a.release();
     await pool.releaseSession('s2');
     const { vi } = await import('vitest');
-    await vi.waitFor(() => expect(pool.getSnapshot().budget.liveCount).toBe(1), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(pool.getSnapshot().budget.liveCount).toBe(1), { timeout: 15_000, interval: 20 });
     await pool.acquire('c', cfg('c'), 's1');
     expect(pool.getSnapshot().budget.liveCount).toBe(2);
   });

@@ -88,7 +88,7 @@ describe('the unpooled path', () => {
     await pool.releaseSession('B');
     expect(pool.getSnapshot().servers).toEqual({});
     expect(pool.getSnapshot().budget.liveCount).toBe(0);
-    await vi.waitFor(() => expect(pool.getSnapshot().liveActors).toBe(0), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(pool.getSnapshot().liveActors).toBe(0), { timeout: 15_000, interval: 20 });
   });
 });
 

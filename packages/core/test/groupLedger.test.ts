@@ -17,7 +17,7 @@ import { McpTransportPool } from '@mcpool/core';
 import { commandOf, isRunning, startTimeOf } from '@mcpool/protocol/processTree';
 import { FIXTURES, fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
 
-const WAIT = { timeout: 10_000, interval: 20 };
+const WAIT = { timeout: 20_000, interval: 20 };
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const pools: McpTransportPool[] = [];

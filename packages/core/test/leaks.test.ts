@@ -18,9 +18,10 @@ import { McpTransportPool, type PooledConnection } from '@mcpool/core';
 import { isRunning } from '@mcpool/protocol/processTree';
 import { expectNoSurvivors, fixtureConfig, killMarked, marker, pidFromResult, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 
-vi.setConfig({ testTimeout: 60_000 });
+// Hundreds of real actor threads and processes: minutes on a loaded two-core machine.
+vi.setConfig({ testTimeout: 300_000 });
 
-const WAIT = { timeout: 15_000, interval: 25 };
+const WAIT = { timeout: 30_000, interval: 25 };
 
 const pools: McpTransportPool[] = [];
 const marks: string[] = [];
@@ -130,7 +131,7 @@ beforeAll(async () => {
   await cycle(pool, fixtureConfig('echo.mjs', mark), 'w', 'view.release()', 'echo');
   await pool.drainAll();
   expect(killMarked(mark)).toBe(0);
-}, 60_000);
+}, 120_000);
 
 afterEach(async () => {
   try {
@@ -147,7 +148,6 @@ describe('acquire/release cycles leave nothing behind', () => {
     const mark = newMark('cycles500');
     const cfg = fixtureConfig('echo.mjs', mark);
     const pool = newPool({ drainDelayMs: 60_000 });
-    const started = Date.now();
 
     // 1. The first cycle spawns the entry; it then stays warm (draining) between cycles.
     const pid = await cycle(pool, cfg, 'a', 'view.release()', 'pid');
@@ -187,7 +187,6 @@ describe('acquire/release cycles leave nothing behind', () => {
     expect(pidsWithMarker(mark)).toEqual([]);
     await expectBackTo(base);
     await expectNoZombies(pool);
-    console.log(`leaks: 500 cycles on one entry in ${Date.now() - started} ms`);
   });
 
   it('20 cycles that let the entry drain and respawn each time (short drain)', async () => {
@@ -195,7 +194,6 @@ describe('acquire/release cycles leave nothing behind', () => {
     const mark = newMark('respawn20');
     const cfg = fixtureConfig('echo.mjs', mark);
     const pool = newPool({ drainDelayMs: 30, shutdownStepMs: 1000 });
-    const started = Date.now();
     const pids: number[] = [];
 
     for (let i = 0; i < 20; i++) {
@@ -219,6 +217,5 @@ describe('acquire/release cycles leave nothing behind', () => {
     expect(await pool.drainAll()).toEqual({ drained: 0, forced: 0, errors: [] });
     await expectBackTo(base);
     expect(pidsWithMarker(mark)).toEqual([]);
-    console.log(`leaks: 20 drain/respawn cycles in ${Date.now() - started} ms`);
   });
 });

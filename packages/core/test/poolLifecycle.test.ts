@@ -80,22 +80,25 @@ describe('sharing', () => {
 
 describe('drain', () => {
   it('releases n…1 start the drain only at 1 → 0, and a re-acquire within the grace reuses the same pid', async () => {
-    const drainDelayMs = 400;
-    const pool = newPool({ drainDelayMs });
+    // The grace is long: a re-acquire must land within it even on a loaded machine. How long an
+    // entry stays up is the machine tests' business (simulated clock); here, when the drain starts.
+    const statuses: string[] = [];
+    const pool = newPool({ drainDelayMs: 60_000, onEvent: (event) => event.type === 'statusChanged' && statuses.push(event.status) });
     const mark = newMark('drain');
     const cfg = fixtureConfig('echo.mjs', mark);
     const views = await Promise.all(['s1', 's2', 's3'].map((session) => pool.acquire('echo', cfg, session)));
     const pid = pidFromResult(await views[0]!.callTool('pid'));
 
-    // 1. Two of three leave: the entry stays active well past the grace.
+    // 1. Two of three leave: the entry stays active, no drain began.
     await views[0]!.release();
     await pool.release(views[1]!.id, 's2');
-    await new Promise((resolve) => setTimeout(resolve, drainDelayMs * 2));
     expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }]);
+    expect(statuses).toEqual(['spawning', 'active']);
 
     // 2. The last one leaves: now it drains.
     await pool.releaseSession('s3');
-    await vi.waitFor(() => expect(pool.getSnapshot().servers.echo?.entrySummary[0]?.status).toBe('draining'), { timeout: 2000, interval: 10 });
+    await vi.waitFor(() => expect(pool.getSnapshot().servers.echo?.entrySummary[0]?.status).toBe('draining'), { timeout: 15_000, interval: 10 });
+    expect(statuses).toEqual(['spawning', 'active', 'draining']);
 
     // 3. Back within the grace: same process, active again.
     const again = await pool.acquire('echo', cfg, 's4');
@@ -112,8 +115,8 @@ describe('drain', () => {
     const pid = pidFromResult(await view.callTool('pid'));
 
     await view.release();
-    await vi.waitFor(() => expect(pool.getSnapshot().servers).toEqual({}), { timeout: 5000, interval: 20 });
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(pool.getSnapshot().servers).toEqual({}), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
     expect(pool.getSnapshot().budget.liveCount).toBe(0);
 
     const next = await pool.acquire('echo', cfg, 's1');
@@ -124,18 +127,9 @@ describe('drain', () => {
     expect(statuses).toEqual(['0:spawning', '0:active', '0:draining', '0:closed', '1:spawning', '1:active']);
   });
 
-  it('the hard idle cap never closes an entry that has refs', async () => {
-    const pool = newPool({ drainDelayMs: 60_000, maxIdleMs: 200 });
-    const cfg = fixtureConfig('echo.mjs', newMark('cap'));
-    const first = await pool.acquire('echo', cfg, 's1');
-    const pid = pidFromResult(await first.callTool('pid'));
-    // An idle moment starts the cap; a session comes back and holds the entry past it.
-    await first.release();
-    const held = await pool.acquire('echo', cfg, 's2');
-    await new Promise((resolve) => setTimeout(resolve, 600));
-    expect(pidFromResult(await held.callTool('pid'))).toBe(pid);
-    expect(pool.getSnapshot().servers.echo!.entrySummary[0]!.status).toBe('active');
-  });
+  // That the hard idle cap never closes an entry that has refs is a timing rule of the connection
+  // machine, tested there on a simulated clock ('does nothing while busy, and forgets the old idle
+  // moment'); the test below proves the pool hands `maxIdleMs` to it.
 
   it('the hard idle cap closes an entry whose refs flap, although the grace never elapses', async () => {
     const pool = newPool({ drainDelayMs: 60_000, maxIdleMs: 300 });
@@ -146,8 +140,8 @@ describe('drain', () => {
     view = await pool.acquire('echo', cfg, 's1');
     await view.release();
     // Idle since the first release; the drain grace is a minute, the cap 300 ms.
-    await vi.waitFor(() => expect(pool.getSnapshot().servers).toEqual({}), { timeout: 5000, interval: 20 });
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(pool.getSnapshot().servers).toEqual({}), { timeout: 15_000, interval: 20 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
   });
 });
 
@@ -205,7 +199,7 @@ describe('timeouts and errors', () => {
     const mark = newMark('spawntimeout');
     const cfg = fixtureConfig('slowInit.mjs', mark, { env: { FIXTURE_INIT_DELAY_MS: '5000' } });
     await expect(pool.acquire('slow', cfg, 's1')).rejects.toMatchObject({ code: ErrorCode.SPAWN_TIMEOUT });
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
     expect(pool.getSnapshot().budget.liveCount).toBe(0);
   });
 

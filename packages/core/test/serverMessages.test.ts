@@ -66,9 +66,13 @@ describe('server messages', () => {
   it('a session without a handler refuses the server request with a JSON-RPC error; the call still settles', async () => {
     const { pool, cfg } = setup('nohandler');
     const a = await pool.acquire('conf', cfg, 'A');
-    const outcome = await a.callTool('test_sampling', { prompt: 'x' }).catch((error: unknown) => error);
-    // The fixture turns the refused request into an error of its own: either way, no hang.
-    expect(outcome).toBeDefined();
+    // The refusal goes upstream as JSON-RPC -32601; the fixture's tool fails with it, quoting the
+    // pool's reason, and that error comes back to the caller.
+    await expect(a.callTool('test_sampling', { prompt: 'x' })).rejects.toMatchObject({
+      code: ErrorCode.UPSTREAM_ERROR,
+      data: { mcpCode: -32601 },
+      message: expect.stringMatching(/this session does not handle sampling\/createMessage/),
+    });
   });
 
   it('when two sessions have calls in flight, a server request is refused rather than guessed', async () => {
@@ -101,13 +105,13 @@ describe('server messages', () => {
 
     await a.subscribeResource('test://watched-resource');
     await a.callTool('touch_watched_resource', {});
-    await vi.waitFor(() => expect(updatesA).toEqual(['test://watched-resource']), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(updatesA).toEqual(['test://watched-resource']), { timeout: 15_000, interval: 10 });
     expect(updatesB).toEqual([]);
 
     await a.unsubscribeResource('test://watched-resource');
     await b.subscribeResource('test://watched-resource');
     await b.callTool('touch_watched_resource', {});
-    await vi.waitFor(() => expect(updatesB).toEqual(['test://watched-resource']), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(updatesB).toEqual(['test://watched-resource']), { timeout: 15_000, interval: 10 });
     expect(updatesA).toEqual(['test://watched-resource']);
   });
 

@@ -53,7 +53,7 @@ function nonEmpty<T>(list: readonly T[] | undefined): readonly T[] | undefined {
 function canonicalOAuth(oauth: OAuthConfig | null | undefined): [string, unknown][] | undefined {
   if (oauth == null || oauth.enabled === false) return undefined;
   const entries = Object.entries(oauth)
-    .map(([key, value]): [string, unknown] => [key, Array.isArray(value) ? nonEmpty([...value].sort()) : value])
+    .map(([key, value]): [string, unknown] => [key, Array.isArray(value) ? nonEmpty([...(value as unknown[])].sort()) : value])
     .filter(([, value]) => value !== undefined);
   return entries.length === 0 ? undefined : entries.sort(compareKeys);
 }

@@ -92,7 +92,7 @@ export interface ActorEvents {
   /** A retired connection's process group is gone (after a restart or a transport loss). */
   reaped: { pgid: number };
   /** The actor's machine changed state. */
-  status: { status: EntryStatus; generation: number; reason?: DisconnectReason | string; error?: WireError };
+  status: { status: EntryStatus; generation: number; reason?: string /* a DisconnectReason, or free text */; error?: WireError };
   /** The connection was lost, came back, or failed (the same payload views get). */
   connection: ViewEvents['status'];
   /** The actor is closed and its child is gone; the worker exits next. */

@@ -43,6 +43,7 @@ const PS_ARGS = ['-A', '-o', 'pid=,ppid=,pgid=,stat=,comm='];
 function run(command: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { timeout: QUERY_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024, encoding: 'utf8' }, (error, stdout) => {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error; @types/node builds its type with Omit
       if (error && !(typeof error.code === 'number' && error.code === 1 && command === 'pgrep')) reject(error);
       else resolve(stdout);
     });

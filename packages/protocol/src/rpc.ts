@@ -130,7 +130,7 @@ export class RpcChannel {
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
-      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject, onProgress, cleanup });
+      this.#pending.set(id, { resolve: resolve, reject, onProgress, cleanup });
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
           this.#abandon(id, new PoolError(ErrorCode.CALL_TIMEOUT, `${op} timed out after ${timeoutMs} ms`, { data: { timeoutMs } }));

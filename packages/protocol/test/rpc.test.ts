@@ -332,7 +332,7 @@ describe('across a worker thread', () => {
     channel: RpcChannel;
     events: Array<[string, unknown]>;
     /** Resolves with the first event named `ev` (already received or not). */
-    nextEvent(ev: string): Promise<unknown>;
+    nextEvent: (ev: string) => Promise<unknown>;
     exited: Promise<number>;
     errors: unknown[];
   }
@@ -437,7 +437,7 @@ describe('across a worker thread', () => {
       // Arrange
       const { channel, errors } = await startWorker();
       // Act
-      const error = await rejectionOf(channel.request('throwUncloneable', undefined, { timeoutMs: 2000 }));
+      const error = await rejectionOf(channel.request('throwUncloneable', undefined, { timeoutMs: 15_000 }));
       // Assert
       expect(error.code).not.toBe(ErrorCode.ACTOR_DIED);
       expect(errors).toEqual([]);

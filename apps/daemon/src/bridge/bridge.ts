@@ -297,7 +297,7 @@ export class Bridge {
       this.#log.warn('a client line that is not a JSON-RPC message was skipped');
       return;
     }
-    const list = messages as JsonRpcMessage[];
+    const list = messages;
     const single = list.length === 1 ? list[0]! : undefined;
     const kind: UnitKind =
       single && isRequest(single) && single.method === 'initialize'

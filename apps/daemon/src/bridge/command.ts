@@ -92,7 +92,7 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
   const first = await token.get();
   redactor.add(first);
   const tracked: TokenSource = {
-    get: token.get,
+    get: () => token.get(),
     refresh: async () => {
       const value = await token.refresh();
       redactor.add(value);

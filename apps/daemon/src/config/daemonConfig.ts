@@ -260,7 +260,7 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     ...stripUndefined(section),
     ...stripUndefined(fromEnv),
     budget: { ...DEFAULT_SETTINGS.budget, ...stripUndefined(section.budget ?? {}), ...stripUndefined(fromEnv.budget ?? {}) },
-  } as DaemonSettings;
+  };
   if (overrides.port !== undefined) merged.port = overrides.port;
   if (overrides.host !== undefined) merged.host = overrides.host;
   if (overrides.logLevel !== undefined) merged.logLevel = overrides.logLevel;

@@ -206,7 +206,7 @@ export class Gateway {
     session.active += 1;
     session.lastSeen = Date.now();
     const raw = reply.raw;
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value as string);
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
     if (request.headers.origin !== undefined) raw.setHeader('access-control-expose-headers', 'mcp-session-id');
     reply.hijack();
     raw.once('close', () => {

@@ -30,7 +30,7 @@ export class UpstreamLogLevels {
    */
   set(entry: string, session: string, level: LogLevel): LogLevel | undefined {
     let sessions = this.#wanted.get(entry);
-    if (sessions === undefined) this.#wanted.set(entry, (sessions = new Map()));
+    if (sessions === undefined) this.#wanted.set(entry, (sessions = new Map<string, LogLevel>()));
     sessions.set(session, level);
     return this.#due(entry);
   }

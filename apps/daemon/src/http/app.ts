@@ -235,6 +235,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const stop = options.stop ?? ((reason: string) => void daemon.shutdown(reason).catch(() => undefined));
   const settings = daemon.settings;
   const app = Fastify({
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it fixes Fastify's logger type parameter, which the app's type depends on
     loggerInstance: logger.child({ component: 'http' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: settings.bodyLimitBytes,

@@ -36,8 +36,8 @@ export function spawnBridge(args: readonly string[], env: Record<string, string 
   const child = spawn(process.execPath, [BIN, 'bridge', ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   const stdout: string[] = [];
   const stderr: string[] = [];
-  lines(child.stdout!, stdout);
-  lines(child.stderr!, stderr);
+  lines(child.stdout, stdout);
+  lines(child.stderr, stderr);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })));
   const messages = (): Record<string, unknown>[] => stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
   return {
@@ -45,9 +45,9 @@ export function spawnBridge(args: readonly string[], env: Record<string, string 
     stdout,
     stderr,
     exited,
-    send: (message) => child.stdin!.write(`${JSON.stringify(message)}\n`),
+    send: (message) => child.stdin.write(`${JSON.stringify(message)}\n`),
     messages,
-    waitForMessage: (match, timeout = 10_000) =>
+    waitForMessage: (match, timeout = 20_000) =>
       vi.waitFor(
         () => {
           const found = messages().find(match);

@@ -120,7 +120,7 @@ describe('/mcp on the real daemon', () => {
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).data).toMatchObject({ code: 'MCPOOL_CALL_INTERRUPTED' });
     expect(Date.now() - t0).toBeLessThan(10_000);
-    await vi.waitFor(() => expect(isAlive(before)).toBe(false), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(isAlive(before)).toBe(false), { timeout: 15_000, interval: 20 });
     // 3. The pool reconnects (a new process); the same session's next call works.
     const after = await vi.waitFor(
       async () => pidFromResult(await client.callTool({ name: 'echo__pid', arguments: {} })),
@@ -137,7 +137,7 @@ describe('/mcp on the real daemon', () => {
     expect(await echoRefs()).toBe(held + 1);
     await transport.terminateSession();
     await client.close();
-    await vi.waitFor(async () => expect(await echoRefs()).toBe(held), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect(await echoRefs()).toBe(held), { timeout: 15_000, interval: 20 });
   });
 
   it('SIGTERM stops the daemon with sessions still open, and leaves no process behind', async () => {
@@ -145,7 +145,7 @@ describe('/mcp on the real daemon', () => {
     const pids = pidsWithMarker(mark);
     expect(pids).toHaveLength(1);
     expect(await daemon.stop()).toBe(0);
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 20_000, interval: 50 });
     expect(daemon.lines.some((line) => line.msg === 'gateway session closed' && line.reason === 'daemon shutting down')).toBe(true);
   });
 });

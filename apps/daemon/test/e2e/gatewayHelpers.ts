@@ -52,7 +52,7 @@ export async function startDaemon(doc: unknown, env: Record<string, string> = {}
   const lines: LogLine[] = [];
   const stderr: string[] = [];
   let pending = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     pending += chunk.toString('utf8');
     const parts = pending.split('\n');
     pending = parts.pop()!;
@@ -65,7 +65,7 @@ export async function startDaemon(doc: unknown, env: Record<string, string> = {}
       }
     }
   });
-  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const logLine = (match: (line: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> =>
     vi.waitFor(

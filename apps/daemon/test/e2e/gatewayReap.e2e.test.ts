@@ -46,13 +46,17 @@ describe('the idle reaper', () => {
       ids.push(...(await Promise.all(Array.from({ length: 10 }, () => openRawSession(daemon.url, '/mcp', daemon.token)))));
     }
     expect(new Set(ids).size).toBe(SESSIONS);
+    // Each open session holds one ref. On a slow machine the reaper may already have closed
+    // some, so this count is only bounded; which sessions were reaped is checked exactly below.
     const held = await echoRefs();
-    // Some may already be gone if the machine is slow; none was ever closed by us.
     expect(held).toBeGreaterThan(1);
     expect(held).toBeLessThanOrEqual(SESSIONS + 1);
     // 2. The reaper closes them all; their refs go back; one process served them all along.
     await vi.waitFor(async () => expect(await echoRefs()).toBe(1), { timeout: TTL_MS * 10, interval: 100 });
-    expect(daemon.lines.filter((line) => line.msg === 'gateway session closed' && line.reason === 'idle')).toHaveLength(SESSIONS);
+    // Exactly the sessions this test opened, each once, all for idleness.
+    const closed = daemon.lines.filter((line) => line.msg === 'gateway session closed');
+    expect(closed.filter((line) => line.reason !== 'idle')).toEqual([]);
+    expect(closed.map((line) => String(line.sessionId)).sort()).toEqual([...ids].sort());
     expect(pidsWithMarker(mark)).toHaveLength(1);
     // 3. A reaped id is unknown now.
     const late = await raw(daemon.url, {

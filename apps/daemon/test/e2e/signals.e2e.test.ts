@@ -45,7 +45,7 @@ async function serve(mark: string, servers: Record<string, unknown>, waitReady =
   });
   const lines: string[] = [];
   let pending = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     pending += chunk.toString();
     const parts = pending.split('\n');
     pending = parts.pop()!;

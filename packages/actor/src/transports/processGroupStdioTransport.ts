@@ -98,17 +98,17 @@ export class ProcessGroupStdioTransport implements Transport {
       setTimeout(() => this.#notifyClose(), 50).unref();
     });
     child.on('close', () => this.#notifyClose());
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       this.#readBuffer.append(chunk);
       this.#drainReadBuffer();
     });
-    child.stdout!.on('error', (error) => this.onerror?.(error));
-    child.stdin!.on('error', (error) => {
+    child.stdout.on('error', (error) => this.onerror?.(error));
+    child.stdin.on('error', (error) => {
       // EPIPE after the child died is expected; the exit path reports the loss.
       if ((error as NodeJS.ErrnoException).code !== 'EPIPE') this.onerror?.(error);
     });
     let partial = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stderr.on('data', (chunk: Buffer) => {
       const text = chunk.toString('utf8');
       this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_BYTES);
       const onLine = this.#options.onStderrLine;
