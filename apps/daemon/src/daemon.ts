@@ -721,7 +721,7 @@ export function daemonDefaultSharing(info: SharingDefaultInfo): SharingPolicy {
   return info.fingerprintEra === 'modern' ? 'shared' : 'per-principal';
 }
 
-function toPlainError(error: unknown): { code: ErrorCode; message: string } {
+/**
  * The budget of each graceful step of a child's stop (stdin end, then SIGTERM) so that both, the
  * SIGKILL after them and the process-tree sweep fit in the shutdown deadline: 2 s (the MCP
  * SDK's own) when there is room, less for a short deadline.
@@ -750,6 +750,7 @@ export function splitStderr(message: string): { headline: string; stderr: string
   return { headline: message.slice(0, at), stderr: tail.length > STDERR_TAIL_CHARS ? tail.slice(-STDERR_TAIL_CHARS) : tail };
 }
 
+function toPlainError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof PoolError) return { code: error.code, message: error.message };
   return { code: ErrorCode.INTERNAL, message: error instanceof Error ? error.message : String(error) };
 }
