@@ -248,7 +248,7 @@ describe('connections per remote address', () => {
 });
 
 describe('Host, error shapes, names, DELETE', () => {
-  it('answers 400 to a request with two Host lines', async () => {
+  it('answers 400 to a request with two Host lines, and checks the host of an absolute-form target', async () => {
     const { port } = await start();
     const one = await raw(port, ['GET /healthz HTTP/1.1', `Host: 127.0.0.1:${port}`, auth]);
     expect(one.status).toBe(200);
@@ -257,6 +257,10 @@ describe('Host, error shapes, names, DELETE', () => {
       expect(two.status).toBe(400);
       expect(JSON.parse(two.body)).toMatchObject({ statusCode: 400, code: 'MCPOOL_BAD_REQUEST' });
     }
+    // An absolute-form target names its host itself: that one is checked, not the Host line.
+    const absolute = await raw(port, [`GET http://evil.example.com:${port}/healthz HTTP/1.1`, `Host: 127.0.0.1:${port}`, auth]);
+    expect(absolute.status).toBe(403);
+    expect((await raw(port, [`GET http://127.0.0.1:${port}/healthz HTTP/1.1`, `Host: 127.0.0.1:${port}`, auth])).status).toBe(200);
     const onMcp = await raw(port, ['POST /mcp HTTP/1.1', `Host: 127.0.0.1:${port}`, 'Host: evil.example.com', auth, 'Content-Type: application/json', 'Content-Length: 2'], '{}');
     expect(onMcp.status).toBe(400);
     expect(JSON.parse(onMcp.body)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, data: { code: 'MCPOOL_BAD_REQUEST' } } });

@@ -55,6 +55,15 @@ export function hostnameOf(header: string | undefined): string | undefined {
   return value.slice(0, colon);
 }
 
+/** The `host[:port]` of an absolute-form request target; '' (never allowed) when it is not a URL. */
+function authorityOf(target: string): string {
+  try {
+    return new URL(target).host;
+  } catch {
+    return '';
+  }
+}
+
 /** How many `Host` lines the request's raw headers (`[name, value, name, value, …]`) hold. */
 function hostLines(rawHeaders: readonly string[]): number {
   let count = 0;
@@ -96,7 +105,11 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
     // Node keeps the first of several Host lines; a proxy in front may have checked another one.
     // RFC 9112 §3.2: a request with more than one Host line gets 400.
     if (hostLines(request.raw.rawHeaders) > 1) throw new HttpError(DaemonErrorCode.BAD_REQUEST, 'the request has more than one Host header');
-    const host = hostnameOf(request.headers.host);
+    // An absolute-form target (`GET http://name/path`) names the host itself, and RFC 9112 §3.2.2
+    // has it win over the Host line: that name is the one to check.
+    const target = request.raw.url ?? '/';
+    const absolute = target.startsWith('/') || target === '*' ? undefined : authorityOf(target);
+    const host = absolute === undefined ? hostnameOf(request.headers.host) : hostnameOf(absolute);
     if (host === undefined || !allowedHosts.has(host)) throw new HttpError(DaemonErrorCode.FORBIDDEN, 'this Host is not allowed (only loopback names and daemon.allowedHosts)');
 
     const origin = request.headers.origin;
