@@ -271,7 +271,8 @@ export class Daemon {
     this.#assertAccepting();
     const snapshot = this.pool.getSnapshot();
     const configured = Object.hasOwn(this.#config.servers, name);
-    const live = snapshot.servers[name];
+    // Own properties only: `__proto__` or `constructor` is an unknown name, not Object's.
+    const live = Object.hasOwn(snapshot.servers, name) ? snapshot.servers[name] : undefined;
     if (!configured && live === undefined) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
     if (entryIndex !== undefined && !live?.entrySummary.some((entry) => entry.entryIndex === entryIndex)) {
       throw new HttpError(DaemonErrorCode.NOT_FOUND, `server ${JSON.stringify(name)} has no entry ${entryIndex}`);
@@ -617,7 +618,7 @@ export class Daemon {
 
   /** Acquires `name`'s current config under the warm session; false when it fails (the entry watcher logged why). */
   async #warmOne(name: string): Promise<boolean> {
-    const config = this.#config.servers[name];
+    const config = Object.hasOwn(this.#config.servers, name) ? this.#config.servers[name] : undefined;
     if (config === undefined || this.#closing !== undefined) return false;
     try {
       // The warm hold makes no calls, so it may share the operator's process of a per-principal server.

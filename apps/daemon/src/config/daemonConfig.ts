@@ -81,6 +81,14 @@ export interface DaemonSettings {
   mcpBodyLimitBytes: number;
   /** Open `/mcp` sessions at most; an initialize beyond it gets 503. @default 1000 */
   mcpMaxSessions: number;
+  /** A request (headers and body) not fully received within this is cut with 408, before auth too. @default 30000 */
+  requestTimeoutMs: number;
+  /** The headers of a request not received within this are cut with 408 (at most requestTimeoutMs). @default 10000 */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. @default 5000 */
+  keepAliveTimeoutMs: number;
+  /** Open connections from one remote address at most; a connection beyond it is closed at once. @default 256 */
+  maxConnectionsPerAddress: number;
   /**
    * TEST ONLY (the conformance suite cannot send a token): `/mcp` takes requests without a bearer
    * token. Refused unless `host` is 127.0.0.1 or ::1; logged loudly. The REST API still needs
@@ -128,6 +136,10 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   mcpSessionTtlMs: 30 * 60 * 1000,
   mcpBodyLimitBytes: 4 * 1024 * 1024,
   mcpMaxSessions: 1000,
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnectionsPerAddress: 256,
   insecureNoAuthLoopback: false,
 });
 
@@ -169,6 +181,10 @@ export const daemonSectionSchema = z
     mcpSessionTtlMs: z.number().int().min(100).max(7 * 24 * 3600 * 1000),
     mcpBodyLimitBytes: z.number().int().min(1024).max(64 * 1024 * 1024),
     mcpMaxSessions: z.number().int().min(1).max(100_000),
+    requestTimeoutMs: z.number().int().min(100).max(3600 * 1000),
+    headersTimeoutMs: z.number().int().min(100).max(3600 * 1000),
+    keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
+    maxConnectionsPerAddress: z.number().int().min(1).max(100_000),
     insecureNoAuthLoopback: z.boolean(),
   })
   .partial()

@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
+import { jsonRpcCodeOf, type ErrorCode } from '@mcpool/protocol';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
@@ -37,6 +38,21 @@ const ANONYMOUS: Principal = Object.freeze({ id: ANONYMOUS_ID, rights: new Set([
 /** What a downstream client declared about itself in `initialize` (no log level yet: that comes with `logging/setLevel`). */
 function declaredClient(params: { protocolVersion: string; capabilities: Record<string, unknown>; clientInfo: { name: string; version: string } }): ViewClientInfo {
   return { protocolVersion: params.protocolVersion, capabilities: params.capabilities, clientInfo: params.clientInfo };
+}
+
+/** True when `url` (a request target, query and all) is one of the gateway's: `/mcp` or `/mcp/…`. */
+export function isGatewayUrl(url: string): boolean {
+  const path = url.split('?', 1)[0]!;
+  return path === '/mcp' || path.startsWith('/mcp/');
+}
+
+/**
+ * The body of a refusal on `/mcp` made before the gateway ran (Host, Origin, token, body size,
+ * content type, malformed JSON): an MCP client reads JSON-RPC there, so a JSON-RPC error with no
+ * id, its code from the protocol's one code → JSON-RPC table and the pool's code in `data.code`.
+ */
+export function gatewayRefusalBody(code: ErrorCode, message: string): { jsonrpc: '2.0'; id: null; error: { code: number; message: string; data: { code: ErrorCode } } } {
+  return { jsonrpc: '2.0', id: null, error: { code: jsonRpcCodeOf(code), message, data: { code } } };
 }
 
 /** Methods the endpoint refuses with 405 (GET, POST and DELETE are the transport's). */
@@ -147,7 +163,7 @@ export class Gateway {
       session = new GatewaySession(
         {
           pool: this.#daemon.pool,
-          config: (name) => this.#daemon.config.servers[name],
+          config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
           access: () => accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers)),
           levels: this.#levels,
           logger: this.#logger,

@@ -9,7 +9,8 @@ import type { Logger } from 'pino';
 import type { CapabilitiesResponse, HealthResponse } from '@mcpool/client';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
-import { DaemonErrorCode, HttpError, classifyError, errorBody } from './errors.js';
+import type { ErrorCode } from '@mcpool/protocol';
+import { DaemonErrorCode, HttpError, classifyError, errorBody, statusOf } from './errors.js';
 import { buildOpenApi, type RouteDoc } from './openapi.js';
 import {
   capabilitiesSchema,
@@ -27,8 +28,8 @@ import {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './schemas.js';
-import { Gateway } from '../gateway/gateway.js';
-import { securityHook, securityPolicy, type SecurityPolicy } from './security.js';
+import { Gateway, gatewayRefusalBody, isGatewayUrl } from '../gateway/gateway.js';
+import { limitConnectionsPerAddress, securityHook, securityPolicy, serverTimeouts, type SecurityPolicy } from './security.js';
 import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
 import { UiSessions } from './uiSessions.js';
@@ -229,6 +230,11 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
   ];
 }
 
+/** An error answer in the shape of the surface: JSON-RPC on `/mcp`, `{statusCode, code, error, message}` elsewhere. */
+function refusalBody(url: string, code: ErrorCode, message: string): unknown {
+  return isGatewayUrl(url) ? gatewayRefusalBody(code, message) : errorBody(code, message);
+}
+
 /** Builds the app (not listening). The caller listens, and closes it at shutdown. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { daemon, logger, redactor } = options;
@@ -239,20 +245,35 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     loggerInstance: logger.child({ component: 'http' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: settings.bodyLimitBytes,
+    // Timeouts of Node's server, which hold before any hook (so before auth): a request whose
+    // headers or body are not in within them is cut with 408. Long-lived answers (the event
+    // stream, `/mcp` GET and SSE replies) are not bounded by them: their requests are complete.
+    // No socket inactivity timeout (`connectionTimeout`): it would cut a quiet stream.
+    requestTimeout: settings.requestTimeoutMs,
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
+    http: serverTimeouts(settings),
     return503OnClosing: true,
     // No implicit HEAD twins: the documented routes are all there is (HEAD of the event stream would never end).
     exposeHeadRoutes: false,
     forceCloseConnections: 'idle',
     // Routing errors (a malformed URL) answer in our shape too.
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error, request, reply) => {
       const { code, message } = classifyError(error);
-      const body = errorBody(code, message);
-      void (reply as FastifyReply).code(body.statusCode).send(body);
+      void (reply as FastifyReply).code(statusOf(code)).send(refusalBody(request.url, code, message));
     },
   });
   app.decorateRequest('principal', null);
   // JSON only: text/plain would let a web page POST here without a preflight.
   app.removeContentTypeParser('text/plain');
+  // A DELETE carries no body; some clients still send `Content-Type: application/json` with it.
+  // Fastify's own JSON parser (prototype-poisoning checks included) reads every other body.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (request.method === 'DELETE' && body === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
+  limitConnectionsPerAddress(app.server, settings.maxConnectionsPerAddress, logger.child({ component: 'http' }));
 
   let cachedFor: unknown;
   let cached: SecurityPolicy | undefined;
@@ -288,13 +309,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.setErrorHandler((error, request, reply) => {
     const { code, message, internal } = classifyError(error);
-    const body = errorBody(code, message);
     if (internal) request.log.error({ err: error, code }, 'internal error');
-    return reply.code(body.statusCode).send(body);
+    return reply.code(statusOf(code)).send(refusalBody(request.url, code, message));
   });
   app.setNotFoundHandler((request, reply) => {
-    const body = errorBody(DaemonErrorCode.NOT_FOUND, `no route ${request.method} ${request.url.split('?')[0]}`);
-    return reply.code(404).send(body);
+    return reply.code(404).send(refusalBody(request.url, DaemonErrorCode.NOT_FOUND, `no route ${request.method} ${request.url.split('?')[0]}`));
   });
 
   let document: Record<string, unknown> | undefined;

@@ -8,7 +8,10 @@
  *    liveness probe by a service manager has no token, and the answer holds no data);
  * 4. the route's right (`read` for GETs, `write` for the rest) → 403.
  */
+import type { Server, ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { Right } from '@mcpool/client';
 import type { Principal, TokenRegistry } from '../auth.js';
 import { normalizeOrigin } from '../config/daemonConfig.js';
@@ -53,6 +56,22 @@ export function hostnameOf(header: string | undefined): string | undefined {
   return value.slice(0, colon);
 }
 
+/** The `host[:port]` of an absolute-form request target; '' (never allowed) when it is not a URL. */
+function authorityOf(target: string): string {
+  try {
+    return new URL(target).host;
+  } catch {
+    return '';
+  }
+}
+
+/** How many `Host` lines the request's raw headers (`[name, value, name, value, …]`) hold. */
+function hostLines(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'host') count += 1;
+  return count;
+}
+
 const PREFLIGHT_HEADERS = 'authorization, content-type, last-event-id, cache-control, accept, mcp-session-id, mcp-protocol-version';
 const PREFLIGHT_METHODS = 'GET, POST, DELETE';
 
@@ -84,7 +103,14 @@ export interface SecurityHookOptions {
 export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry, options: SecurityHookOptions = {}) {
   return async function checkRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { allowedHosts, allowedOrigins } = policy();
-    const host = hostnameOf(request.headers.host);
+    // Node keeps the first of several Host lines; a proxy in front may have checked another one.
+    // RFC 9112 §3.2: a request with more than one Host line gets 400.
+    if (hostLines(request.raw.rawHeaders) > 1) throw new HttpError(DaemonErrorCode.BAD_REQUEST, 'the request has more than one Host header');
+    // An absolute-form target (`GET http://name/path`) names the host itself, and RFC 9112 §3.2.2
+    // has it win over the Host line: that name is the one to check.
+    const target = request.raw.url ?? '/';
+    const absolute = target.startsWith('/') || target === '*' ? undefined : authorityOf(target);
+    const host = absolute === undefined ? hostnameOf(request.headers.host) : hostnameOf(absolute);
     if (host === undefined || !allowedHosts.has(host)) throw new HttpError(DaemonErrorCode.FORBIDDEN, 'this Host is not allowed (only loopback names and daemon.allowedHosts)');
 
     const origin = request.headers.origin;
@@ -131,4 +157,45 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
     const right: Right = request.is404 ? 'read' : (request.routeOptions.config?.right ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write'));
     if (!principal.rights.has(right)) throw new HttpError(DaemonErrorCode.FORBIDDEN, `this token lacks the ${right} right`);
   };
+}
+
+/** The timeouts the settings give Node's HTTP server (passed to `http.createServer`). */
+export function serverTimeouts(settings: { requestTimeoutMs: number; headersTimeoutMs: number }): ServerOptions {
+  const requestTimeout = settings.requestTimeoutMs;
+  // Node refuses a headers timeout longer than the request timeout.
+  const headersTimeout = Math.min(settings.headersTimeoutMs, requestTimeout);
+  // Node looks for expired requests this often: a late request is cut within its timeout plus this.
+  const connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(headersTimeout / 4)));
+  return { requestTimeout, headersTimeout, connectionsCheckingInterval };
+}
+
+/**
+ * Caps the open connections of each remote address: a connection beyond `max` is destroyed as it
+ * arrives, before any byte of it is read, so one client holding many sockets (slow bodies, idle
+ * keep-alives) cannot take the file descriptors every other client needs. Other connections,
+ * including that address's first `max`, are not touched. Logged once each time an address reaches
+ * the cap (not per refusal: a client retrying in a loop must not flood the log).
+ */
+export function limitConnectionsPerAddress(server: Server, max: number, logger: Pick<Logger, 'warn'>): void {
+  const open = new Map<string, number>();
+  const capped = new Set<string>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? 'unknown';
+    const count = open.get(address) ?? 0;
+    if (count >= max) {
+      if (!capped.has(address)) {
+        capped.add(address);
+        logger.warn({ address, max }, `connection refused: ${address} already has ${max} open connections (daemon.maxConnectionsPerAddress)`);
+      }
+      socket.destroy();
+      return;
+    }
+    open.set(address, count + 1);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+      if (left < max) capped.delete(address);
+    });
+  });
 }
