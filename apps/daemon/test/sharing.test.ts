@@ -66,14 +66,14 @@ beforeAll(async () => {
   );
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
   await h?.close();
 });
 
-describe('daemon sharing defaults', () => {
+describe('daemon sharing defaults', { timeout: 120_000 }, () => {
   it('picks shared for a modern-era server and per-principal for a legacy or unknown one', () => {
     expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'modern' })).toBe('shared');
     expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'legacy' })).toBe('per-principal');
@@ -86,7 +86,7 @@ describe('daemon sharing defaults', () => {
     expect(diffServers(before, { memory: { ...before.memory, description: 'x' } })).toMatchObject({ changed: [], unchanged: ['memory'] });
   });
 
-  it('two clients get two processes of a legacy server; the sessions of one client, REST or /mcp, share one', { timeout: 120_000 }, async () => {
+  it('two clients get two processes of a legacy server; the sessions of one client, REST or /mcp, share one', async () => {
     const alice1 = await session(ALICE);
     const alice2 = await session(ALICE);
     const bob = await session(BOB);

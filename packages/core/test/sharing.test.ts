@@ -25,7 +25,8 @@ async function rejection(promise: Promise<unknown>): Promise<PoolError> {
   return error as PoolError;
 }
 
-describe('sharing policies', () => {
+// Each test starts several real servers: generous budgets for a loaded machine (time is not the point here).
+describe('sharing policies', { timeout: 120_000 }, () => {
   it('the library default is shared: sessions of different principals share one process', async () => {
     const pool = newPool();
     const mark = newMark('default');
