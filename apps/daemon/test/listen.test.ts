@@ -14,6 +14,9 @@ import { StartError, startDaemon, type RunningDaemon } from '@mcpool/daemon';
 import { fixtureConfig, killMarked, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { memoryDestination } from './helpers.js';
 
+// Each test starts a real daemon and real servers: on a loaded machine that alone takes seconds.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
+
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
