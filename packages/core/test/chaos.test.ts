@@ -388,9 +388,10 @@ it('concurrent cold acquires without a warm spare are not killed by the heartbea
   const marks8 = Array.from({ length: 8 }, (_, i) => marker(`cold${i}`));
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-cold-'));
   // Threads still loading the SDK cannot answer within this timeout; they must not be pinged.
-  // The spawn timeout is generous: eight cold actors loading at once on a busy machine are slow,
-  // and slowness is not what this test is about.
-  const p = new McpTransportPool({ stateDir: dir, spawnTimeoutMs: 120_000, heartbeatIntervalMs: 50, heartbeatTimeoutMs: 250, actorHost: { warmSpare: false } });
+  // Eight cold actors load the SDK at once: seconds on two cores, far longer than this heartbeat
+  // timeout, which a loaded actor that is merely busy still meets. The spawn timeout is generous:
+  // slowness is not what this test is about.
+  const p = new McpTransportPool({ stateDir: dir, spawnTimeoutMs: 120_000, heartbeatIntervalMs: 100, heartbeatTimeoutMs: 1_000, actorHost: { warmSpare: false } });
   try {
     const views = await Promise.all(marks8.map((mark, i) => p.acquire(`cold${i}`, fixtureConfig('echo.mjs', mark), 's1')));
     expect(views.map((view) => view.status)).toEqual(Array(8).fill('connected'));
