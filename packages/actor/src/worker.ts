@@ -1,8 +1,8 @@
 /**
  * The worker entry: one connection actor per worker thread.
  *
- * The thread boots, imports the SDK (the costly part, ~150 ms) and waits for `start`, so the
- * supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
+ * The thread boots, imports the actor's code (no MCP SDK for stdio and websocket servers) and
+ * waits for `start`, so the supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
  * channel per attached session; view traffic never passes through the supervisor.
  * It never logs with console (relayed through the main thread, late); pino writes to fd 2.
  */
@@ -24,10 +24,10 @@ import {
   type EntryStatus,
   type ViewEvents,
 } from '@mcpool/protocol';
-import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
+import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
 
@@ -43,12 +43,14 @@ let connection: ServerConnection | undefined;
 let clientGeneration = 0;
 let pgid: number | undefined;
 let lastStatus: EntryStatus | undefined;
+/** The era the last connection settled on. */
+let settledEra: 'legacy' | 'modern' | undefined;
 const hub: ViewHub = new ViewHub({
   live: () => liveConnection(),
   get callTimeoutMs() {
     return args?.callTimeoutMs ?? 60_000;
   },
-  mapError: (error, cancellable, signal, generation, timeout, conn) => mapCallError(error, cancellable, signal, generation, timeout, conn),
+  mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
   get logger() {
     return logger;
   },
@@ -102,6 +104,10 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               shutdownStepMs: entryArgs.shutdownStepMs,
               logger,
               signal,
+              // A verdict this actor settled itself beats the one it was started with.
+              eraHint: settledEra ?? entryArgs.era,
+              defaults: entryArgs.client,
+              probeTimeoutMs: entryArgs.probeTimeoutMs,
               onSpawned: (pid) => {
                 pgid = pid;
                 emitControl('spawned', { pid, pgid: pid });
@@ -121,11 +127,9 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
             settleRestart({ restarted: true });
             connection = conn;
             clientGeneration = generation;
-            store.reset(conn.lists, generation, {
-              serverInfo: conn.client.getServerVersion() as { name: string; version: string } | undefined,
-              capabilities: (conn.client.getServerCapabilities() ?? {}) as Record<string, unknown>,
-              instructions: conn.client.getInstructions(),
-            });
+            store.reset(conn.lists, generation, { serverInfo: conn.serverInfo, capabilities: conn.capabilities, instructions: conn.instructions });
+            if (conn.era !== settledEra || conn.eraProbed) emitControl('era', { era: conn.era, protocolVersion: conn.protocolVersion, probed: conn.eraProbed });
+            settledEra = conn.era;
             conn.onListChanged((kind) => {
               if (connection === conn) void store.refresh(kind, conn, generation);
             });
@@ -134,7 +138,8 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               notification: (notification) => hub.notification(notification),
               resourceUpdated: (uri) => hub.resourceUpdated(uri),
             });
-            if (reconnect) void hub.resubscribe(conn);
+            // A modern server holds no subscription state: every connection opens its listen stream.
+            if (reconnect || conn.era === 'modern') void hub.resubscribe(conn);
             if (reconnect) {
               logger.info({ clientGeneration: generation, pid: conn.pid }, 'reconnected');
               broadcast('status', { status: 'reconnected', generation: store.snapshot.generation, clientGeneration: generation });
@@ -166,7 +171,7 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
         if (status === 'failed' || status === 'closed') settleRestart({ restarted: false, reason: status === 'failed' ? 'failed' : 'superseded' });
         if (!settled && status === 'active') {
           settled = true;
-          resolve({ snapshot: store.snapshot, pid: connection?.pid });
+          resolve({ snapshot: store.snapshot, pid: connection?.pid, era: settledEra });
         } else if (!settled && (status === 'failed' || status === 'closed')) {
           settled = true;
           reject(new PoolError(snapshot.context.lastError?.code ?? ErrorCode.SPAWN_FAILED, snapshot.context.lastError?.message ?? 'the server closed during spawn', snapshot.context.lastError?.data ? { data: snapshot.context.lastError.data } : {}));
@@ -183,13 +188,13 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
   });
 }
 
-function attach({ viewId, sessionId, port }: AttachArgs): { generation: number } {
+function attach({ viewId, sessionId, port, client }: AttachArgs): { generation: number } {
   const status = lastStatus;
   if (status !== 'active' && status !== 'draining') {
     port.close();
     throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
   }
-  hub.attach(viewId, port, store.snapshot);
+  hub.attach(viewId, port, store.snapshot, client);
   logger.debug({ viewId, sessionId }, 'view attached');
   return { generation: store.snapshot.generation };
 }
@@ -202,24 +207,14 @@ function liveConnection(): { conn: ServerConnection; generation: number } {
   return { conn: connection, generation: clientGeneration };
 }
 
-function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError {
+function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError {
   if (error instanceof PoolError) return error;
   if (cancellable && signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
-  if (error instanceof McpError) {
-    if (error.code === McpErrorCode.ConnectionClosed || conn.closed) {
-      return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
-        serverName: args!.serverName,
-        entryIndex: args!.entryIndex,
-        clientGeneration: generation,
-      });
-    }
-    if (error.code === McpErrorCode.RequestTimeout) {
-      return new PoolError(ErrorCode.CALL_TIMEOUT, `the call timed out after ${timeout} ms`, { data: { timeoutMs: timeout } });
-    }
+  if (error instanceof UpstreamRpcError) {
     return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
   }
   // A call that raced the server's death: the write failed, or the loss was not reported yet.
-  if (conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
+  if (error instanceof UpstreamClosedError || conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
     return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
       serverName: args!.serverName,
       entryIndex: args!.entryIndex,

@@ -37,6 +37,7 @@ import {
 } from '@mcpool/protocol';
 import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
 import { WorkspaceBudget, type BudgetCell, type BudgetOptions } from './budget.js';
+import { EraCache } from './eraCache.js';
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { countZombieChildren } from '@mcpool/protocol/processTree';
 import { PooledConnection } from './pooledConnection.js';
@@ -107,6 +108,8 @@ export interface EntrySummary {
   entryIndex: number;
   refs: number;
   status: EntryStatus;
+  /** The protocol era the entry's server speaks, once its connection settled it. */
+  era?: 'legacy' | 'modern' | undefined;
 }
 
 export interface ServerSnapshotSummary {
@@ -150,6 +153,8 @@ interface PoolEntry {
   lastError: WireError | undefined;
   restarting: Promise<RestartResult> | undefined;
   pinging: boolean;
+  /** The protocol era the actor settled on. */
+  era: 'legacy' | 'modern' | undefined;
   /** Set when the heartbeat gave up on the actor (its exit is then a death, whatever the code). */
   unresponsive?: boolean;
 }
@@ -195,6 +200,8 @@ export class McpTransportPool {
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
   readonly #ledger: GroupLedger | undefined;
+  /** Era verdicts by config fingerprint (in the state dir when there is one). */
+  readonly #eras: EraCache;
 
   constructor(options: McpTransportPoolOptions = {}) {
     const positive = (name: string, value: number | undefined, fallback: number): number => {
@@ -219,6 +226,7 @@ export class McpTransportPool {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.restartIntensity must be { maxRestarts: integer ≥ 0, periodMs: > 0 }');
     }
     this.#reconnect = options.reconnect ?? {};
+    this.#eras = new EraCache(options.stateDir === false ? undefined : options.stateDir ?? defaultStateDir());
     if (options.stateDir !== false) {
       this.#ledger = new GroupLedger(options.stateDir ?? defaultStateDir());
       const reaped = this.#ledger.reapLeftovers();
@@ -335,7 +343,7 @@ export class McpTransportPool {
     for (const entry of this.#entries.values()) {
       const server = (servers[entry.serverName] ??= { name: entry.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.entryCount += 1;
-      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status });
+      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status, ...(entry.era ? { era: entry.era } : {}) });
     }
     // A key past its restart intensity stays visible as failed until it is restarted.
     for (const tripped of this.#tripped.values()) {
@@ -520,6 +528,7 @@ export class McpTransportPool {
       lastError: undefined,
       restarting: undefined,
       pinging: false,
+      era: undefined,
     };
     this.#entries.set(id, entry);
     this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: 0, status: 'spawning' });
@@ -537,6 +546,7 @@ export class McpTransportPool {
       shutdownStepMs: this.#options.shutdownStepMs,
       logLevel: this.#logger.level,
       reconnect: config.transport === 'stdio' ? this.#reconnect.stdio : this.#reconnect.remote,
+      era: this.#eras.get(fingerprint(config))?.era,
     };
     const started = Date.now();
     // A replacement starts only once its predecessor's process tree is gone (bounded).
@@ -545,11 +555,14 @@ export class McpTransportPool {
       .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
       .then((result) => {
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
-        log.info({ pid: result.pid, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
+        entry.era = result.era ?? entry.era;
+        log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
       })
       .catch(async (error: unknown) => {
         const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
         entry.lastError = failure.toWire();
+        // The cached era may be what failed: the next spawn of this config probes again.
+        this.#eras.forget(fingerprint(config));
         this.#setStatus(entry, 'failed');
         this.#evict(entry);
         log.warn({ code: failure.code, error: failure.message }, 'spawn failed');
@@ -694,6 +707,12 @@ export class McpTransportPool {
     }
     if (ev === 'reaped') {
       this.#ledger?.remove((data as ActorEvents['reaped']).pgid);
+      return;
+    }
+    if (ev === 'era') {
+      const { era, protocolVersion, probed } = data as ActorEvents['era'];
+      entry.era = era;
+      if (probed) this.#eras.set(fingerprint(entry.config), { era, protocolVersion });
       return;
     }
     if (ev === 'status') {

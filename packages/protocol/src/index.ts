@@ -58,5 +58,7 @@ export type {
   UpstreamNotification,
   ViewEvents,
   ViewOps,
+  ViewClientInfo,
+  ViewRequestArgs,
   ViewServerOps,
 } from './messages.js';
