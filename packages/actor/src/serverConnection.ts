@@ -22,7 +22,7 @@
  * reported (`eraProbed`).
  */
 import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerConfig, ToolInfo, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
-import { ErrorCode, PoolError } from '@mcpool/protocol';
+import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import { WebSocketTransport } from './transports/websocketTransport.js';

@@ -9,7 +9,7 @@
  * Deadlines: each request has one timer, armed here with the value the caller chose. Progress
  * for the request re-arms it, but never past `maxTotalTimeoutMs` from the start.
  */
-import { ErrorCode, PoolError } from '@mcpool/protocol';
+import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import type { JsonRpcMessage, UpstreamTransport } from './transports/upstreamTransport.js';
 
 /** A JSON-RPC error answer from the server. */

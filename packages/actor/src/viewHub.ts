@@ -12,7 +12,8 @@
  *   upstream and replayed after a reconnect; on a modern server they are the listen filter).
  */
 import type { MessagePort } from 'node:worker_threads';
-import { ErrorCode, PoolError, RpcChannel, type CallEvent, type RpcHandlerContext, type ServerSnapshot, type UpstreamNotification, type ViewClientInfo, type ViewEvents, type ViewRequestArgs } from '@mcpool/protocol';
+import type { CallEvent, RpcHandlerContext, ServerSnapshot, UpstreamNotification, ViewClientInfo, ViewEvents, ViewRequestArgs } from '@mcpool/protocol';
+import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import type { ListenFilter, ServerConnection } from './serverConnection.js';
 
 export interface ViewHubDeps {

@@ -10,20 +10,8 @@ import { writeSync } from 'node:fs';
 import { isMainThread, parentPort, threadId } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
 import { pino, type Logger } from 'pino';
-import {
-  ErrorCode,
-  MCPCallInterruptedError,
-  PoolError,
-  RpcChannel,
-  type ActorEvents,
-  type ActorStartArgs,
-  type ActorStartResult,
-  type AttachArgs,
-  type ControlOps,
-  type RestartOutcome,
-  type EntryStatus,
-  type ViewEvents,
-} from '@mcpool/protocol';
+import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents } from '@mcpool/protocol';
+import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
