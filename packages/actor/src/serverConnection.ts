@@ -25,7 +25,6 @@ import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerConfig, Tool
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
-import { WebSocketTransport } from './transports/websocketTransport.js';
 import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
 import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
 
@@ -165,7 +164,9 @@ export class ServerConnection {
       } else if (config.transport === 'http' || config.transport === 'sse') {
         opened = await openRemote(options, (c) => (client = c));
       } else if (config.transport === 'websocket') {
-        // Config validation guarantees a ws:// or wss:// `url` for this transport.
+        // Config validation guarantees a ws:// or wss:// `url` for this transport. Loaded only
+        // here, so an actor of a stdio server never loads the websocket library.
+        const { WebSocketTransport } = await import('./transports/websocketTransport.js');
         const ws = new WebSocketTransport({ url: config.url!, headers: config.headers });
         client = new UpstreamClient(ws, { cancelBy: 'notification' });
         await client.start();
