@@ -443,7 +443,8 @@ async function probe(client: UpstreamClient, options: OpenConnectionOptions, tim
   };
   let result: Record<string, unknown>;
   try {
-    result = await client.request('server/discover', { _meta: meta }, { timeoutMs, signal: options.signal });
+    // Not cancelled on timeout: a modern server that was slow to start still settles on it.
+    result = await client.request('server/discover', { _meta: meta }, { timeoutMs, signal: options.signal, cancelOnTimeout: false });
   } catch (error) {
     options.signal.throwIfAborted();
     if (error instanceof UpstreamClosedError || (client.transport instanceof ProcessGroupStdioTransport && client.transport.exited)) {

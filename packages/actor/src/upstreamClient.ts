@@ -43,6 +43,12 @@ export interface UpstreamRequestOptions {
   /** Sets a progress token upstream; each progress notification for it lands here. */
   onProgress?: ((progress: ProgressPayload) => void) | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * Tell the server when the timeout gives up on the request. @default true. The era probe
+   * turns it off: a server that was only slow to start still reads the probe first and settles
+   * its era on it, and its late answer is simply dropped.
+   */
+  cancelOnTimeout?: boolean | undefined;
 }
 
 export interface UpstreamClientHooks {
@@ -154,10 +160,11 @@ export class UpstreamClient {
         signal?.removeEventListener('abort', onAbort);
         this.#pending.delete(id);
       };
-      const giveUp = (error: PoolError, reason: string): void => {
+      const giveUp = (error: PoolError, reason: string, timedOut = false): void => {
         if (!this.#pending.has(id)) return;
         done();
         reject(error);
+        if (timedOut && options.cancelOnTimeout === false) return;
         if (abortController !== undefined) abortController.abort(error);
         else void this.notify('notifications/cancelled', { requestId: id, reason }).catch(() => undefined);
       };
@@ -165,7 +172,7 @@ export class UpstreamClient {
         clearTimeout(timer);
         timer = setTimeout(() => {
           const message = total ? `the call ran past its total bound of ${maxTotal} ms` : `the call timed out after ${timeoutMs} ms`;
-          giveUp(new PoolError(ErrorCode.CALL_TIMEOUT, message, { data: { timeoutMs, ...(total ? { maxTotalTimeoutMs: maxTotal } : {}) } }), message);
+          giveUp(new PoolError(ErrorCode.CALL_TIMEOUT, message, { data: { timeoutMs, ...(total ? { maxTotalTimeoutMs: maxTotal } : {}) } }), message, true);
         }, ms);
       };
       const onAbort = (): void => giveUp(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'), 'cancelled by the caller');
