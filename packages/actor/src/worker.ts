@@ -95,7 +95,9 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               // A verdict this actor settled itself beats the one it was started with.
               eraHint: settledEra ?? entryArgs.era,
               defaults: entryArgs.client,
-              probeTimeoutMs: entryArgs.probeTimeoutMs,
+              // A third of the spawn budget, at most 10 s: a server slow to start under load must
+              // still answer the probe in time, a silent legacy server costs this once per config.
+              probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
               onSpawned: (pid) => {
                 pgid = pid;
                 emitControl('spawned', { pid, pgid: pid });

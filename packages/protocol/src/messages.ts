@@ -36,7 +36,7 @@ export interface ActorStartArgs {
   reconnect?: { attempts: number; initialDelayMs: number; maxDelayMs: number; factor: number; firstDelayMs?: number | undefined } | undefined;
   /** The era a cached verdict names for this config (skips the probe for legacy); absent → probe. */
   era?: 'legacy' | 'modern' | undefined;
-  /** How long the era probe waits for `server/discover` before it counts the server as legacy. @default 3000 */
+  /** How long the era probe waits for `server/discover` before it counts the server as legacy. @default a third of `spawnTimeoutMs`, 1–10 s */
   probeTimeoutMs?: number | undefined;
   /** The pool's client declaration: modern `_meta` for views that declare none. */
   client?: ViewClientInfo | undefined;
