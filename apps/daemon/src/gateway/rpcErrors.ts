@@ -1,7 +1,7 @@
 /**
  * Errors on the `/mcp` wire. A JSON-RPC error from an upstream server goes to the downstream
- * client with its own code, message and data (the SDK's "MCP error N: " prefix taken off, so the
- * message is the server's). Pool failures become JSON-RPC errors whose `data.code` is the pool's
+ * client with its own code, message and data (the pool passes the server's message as sent; an
+ * SDK error raised in this process has its "MCP error N: " prefix taken off). Pool failures become JSON-RPC errors whose `data.code` is the pool's
  * stable `MCPOOL_*` code; nothing else of an internal error is passed on.
  */
 import { ErrorCode, PoolError } from '@mcpool/core';
@@ -49,7 +49,8 @@ export function toRpcError(error: unknown, what: string): RpcError {
   if (!(error instanceof PoolError)) return new RpcError(RpcCode.INTERNAL_ERROR, `${what} failed inside mcpool (see the daemon log)`);
   const data = error.data as { mcpCode?: unknown; mcpData?: unknown } | undefined;
   if (error.code === ErrorCode.UPSTREAM_ERROR && typeof data?.mcpCode === 'number') {
-    return new RpcError(data.mcpCode, upstreamMessage(error.message), data.mcpData);
+    // The actor passes the server's message on as the server sent it: nothing to take off.
+    return new RpcError(data.mcpCode, error.message, data.mcpData);
   }
   const tagged = { code: error.code };
   switch (error.code) {
