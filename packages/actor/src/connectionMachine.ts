@@ -11,7 +11,7 @@
  */
 import { assign, setup } from 'xstate';
 import type { ActorStartArgs, WireError } from '@mcpool/protocol';
-import { ErrorCode, errorToWire } from '@mcpool/protocol';
+import { ErrorCode, errorToWire } from '@mcpool/protocol/rpc';
 import { connectServer } from './actors/connectServer.js';
 import { shutdownConnection } from './actors/shutdownConnection.js';
 import { watchConnection } from './actors/watchConnection.js';

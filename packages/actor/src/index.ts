@@ -7,6 +7,10 @@ export type { ConnectionContext, ConnectionEvent, ConnectionHooks, ConnectionInp
 export { ProcessGroupStdioTransport, TransportLostError, groupAlive, signalGroup } from './transports/processGroupStdioTransport.js';
 export type { ProcessGroupStdioOptions } from './transports/processGroupStdioTransport.js';
 export { SnapshotStore } from './snapshotStore.js';
+export { UpstreamClient, UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
+export type { UpstreamClientHooks, UpstreamClientOptions, UpstreamRequestOptions } from './upstreamClient.js';
+export { UpstreamHttpError } from './transports/upstreamTransport.js';
+export type { JsonRpcMessage, ProtocolEra, SendOptions, UpstreamTransport } from './transports/upstreamTransport.js';
 export { ServerConnection } from './serverConnection.js';
 export type { ListKind, Lists } from './serverConnection.js';
 

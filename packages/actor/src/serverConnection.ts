@@ -1,39 +1,40 @@
 /**
- * One live MCP connection: an SDK `Client` over a transport, the lists it discovered, and the
- * refresh of those lists on `list_changed`. The machine owns when connections open and close;
- * this class owns what a connection is.
+ * One live MCP connection: the actor's own JSON-RPC client over a transport, the protocol era it
+ * settled on, the lists it discovered, and what the server sends on its own. The machine owns
+ * when connections open and close; this class owns what a connection is.
+ *
+ * Eras. A legacy server (protocol ≤ 2025-11-25) is opened with `initialize`; a modern one
+ * (2026-07-28) has no handshake: `server/discover` describes it and every request carries the
+ * caller's protocol version, capabilities, client info and log level in `params._meta`.
+ * Detection follows the spec's versioning rules for a dual-era client:
+ * - stdio: `server/discover` first. A discover result naming 2026-07-28, or a recognised modern
+ *   error (unsupported version, naming 2026-07-28 as supported) → modern, no fallback. Any other
+ *   error, or no answer within the probe timeout → legacy `initialize` on the same process. A
+ *   process that exits on the probe (some servers exit on any request before `initialize`) is
+ *   spawned again and opened as legacy, once.
+ * - HTTP: the probe's answer is read the same way; a 4xx body that carries a recognised modern
+ *   JSON-RPC error counts as modern, anything else as legacy; 401/403 are auth failures, never
+ *   era evidence.
+ * A probe that timed out only because the server was slow to start is corrected by the server
+ * itself: a modern-only server refuses the `initialize` that follows with its supported versions,
+ * and is then asked `server/discover` again. A verdict the caller already holds (`eraHint`) skips
+ * the probe for legacy; when it turns out wrong the probe runs after all and the new verdict is
+ * reported (`eraProbed`).
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  ErrorCode as McpErrorCode,
-  ListRootsRequestSchema,
-  LoggingMessageNotificationSchema,
-  McpError,
-  ResourceUpdatedNotificationSchema,
-  PromptListChangedNotificationSchema,
-  ResourceListChangedNotificationSchema,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
-import {
-  ErrorCode,
-  PoolError,
-  type PromptInfo,
-  type ResourceInfo,
-  type ResourceTemplateInfo,
-  type ServerConfig,
-  type ToolInfo,
-  type UpstreamNotification,
-} from '@mcpool/protocol';
-import { z } from 'zod';
+import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerConfig, ToolInfo, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
+import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
-import { WebSocketTransport } from './transports/websocketTransport.js';
-import type { Logger } from 'pino';
+import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
+import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
+
+/** The logging surface the connection needs (pino's shape, a subset). */
+export interface ConnectionLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  isLevelEnabled(level: string): boolean;
+}
 
 /** The kinds of list a server can announce changes of. */
 export type ListKind = 'tools' | 'prompts' | 'resources';
@@ -54,173 +55,203 @@ export interface Lists {
 export interface OpenConnectionOptions {
   config: ServerConfig;
   shutdownStepMs: number;
-  logger: Logger;
+  logger: ConnectionLogger;
   signal: AbortSignal;
-  /** Called as soon as a stdio child exists, before initialize. */
+  /** Called as soon as a stdio child exists, before any MCP message. */
   onSpawned?: (pid: number) => void;
+  /** A verdict held from an earlier probe; absent → probe. */
+  eraHint?: ProtocolEra | undefined;
+  /** The pool's client declaration: modern `_meta` where a view declares none. */
+  defaults?: ViewClientInfo | undefined;
+  /** How long the era probe waits for an answer before it counts as legacy. @default 3000 */
+  probeTimeoutMs?: number | undefined;
+  /** Timeout of the handshake and discovery requests. @default 60000 (the spawn timeout ends it sooner) */
+  requestTimeoutMs?: number | undefined;
 }
 
-// Loose result schemas: results are passed on as received, with fields the SDK's own schemas
-// would drop (reference/mcp-spec-facts.md §7.1).
-const looseResult = z.looseObject({});
-const pageOf = <K extends string>(key: K) =>
-  z.looseObject({ [key]: z.array(z.looseObject({})), nextCursor: z.string().optional() } as Record<K, z.ZodArray<z.ZodObject>>);
-const toolsPage = pageOf('tools');
-const promptsPage = pageOf('prompts');
-const resourcesPage = pageOf('resources');
-const templatesPage = pageOf('resourceTemplates');
+/** The modern protocol revision this client speaks. */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+/** Legacy revisions this client accepts from `initialize`, newest first. */
+export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'];
+
+/** `_meta` keys of a modern request. */
+export const META = {
+  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
+  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
+  clientInfo: 'io.modelcontextprotocol/clientInfo',
+  logLevel: 'io.modelcontextprotocol/logLevel',
+  serverInfo: 'io.modelcontextprotocol/serverInfo',
+  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
+} as const;
+
+/** JSON-RPC error codes of the modern revision that only a modern server sends. */
+const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+const METHOD_NOT_FOUND = -32601;
 
 /** Upper bound on pages per list, so a server that keeps returning cursors cannot loop us. */
 const MAX_PAGES = 100;
 
-const CLIENT_INFO = { name: 'mcpool', version: '0.1.0' };
+export const CLIENT_INFO = { name: 'mcpool', version: '0.1.0' };
+/** What a legacy `initialize` declares, and a modern request when neither the view nor the pool says. */
+const DEFAULT_CAPABILITIES = { sampling: {}, elicitation: {}, roots: {} };
+
+type OpenedInfo = {
+  era: ProtocolEra;
+  protocolVersion: string;
+  serverInfo: { name: string; version: string } | undefined;
+  capabilities: Record<string, unknown>;
+  instructions: string | undefined;
+};
 
 export class ServerConnection {
-  readonly client: Client;
-  readonly transport: Transport;
+  readonly client: UpstreamClient;
   readonly pid: number | undefined;
+  readonly era: ProtocolEra;
+  readonly protocolVersion: string;
+  readonly serverInfo: { name: string; version: string } | undefined;
+  readonly capabilities: Record<string, unknown>;
+  readonly instructions: string | undefined;
+  /** True when this open ran the era probe (the verdict is fresh, worth caching). */
+  readonly eraProbed: boolean;
+  readonly #defaults: ViewClientInfo;
+  readonly #requestTimeoutMs: number;
   lists: Lists;
-  #closed = false;
   #closing: Promise<SweepResult | undefined> | undefined;
-  #closeListeners = new Set<(error: Error | undefined) => void>();
-  #lastTransportError: Error | undefined;
+  #hooks: ServerMessageHooks | undefined;
+  #onListChanged: ((kind: ListKind) => void) | undefined;
+  #listen: ListenStream | undefined;
+  readonly #logger: ConnectionLogger;
 
-  private constructor(client: Client, transport: Transport, pid: number | undefined, lists: Lists) {
+  private constructor(client: UpstreamClient, info: OpenedInfo, eraProbed: boolean, options: OpenConnectionOptions) {
     this.client = client;
-    this.transport = transport;
-    this.pid = pid;
-    this.lists = lists;
+    this.pid = (client.transport as { pid?: number }).pid;
+    this.era = info.era;
+    this.protocolVersion = info.protocolVersion;
+    this.serverInfo = info.serverInfo;
+    this.capabilities = info.capabilities;
+    this.instructions = info.instructions;
+    this.eraProbed = eraProbed;
+    this.#defaults = options.defaults ?? {};
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+    this.#logger = options.logger;
+    this.lists = emptyLists();
+    client.setHooks({
+      request: (method, params, signal) => {
+        if (this.#hooks === undefined) return Promise.reject(new PoolError(ErrorCode.UPSTREAM_ERROR, `mcpool cannot route ${method} yet`, { data: { mcpCode: -32603 } }));
+        return this.#hooks.request(method, params, signal);
+      },
+      notification: (method, params) => this.#onNotification(method, params),
+    });
   }
 
   /**
-   * Spawns or connects, initializes and discovers. On abort or failure, whatever was started is
-   * torn down before the promise rejects, so no child survives a failed spawn.
+   * Spawns or connects, settles the era, opens the session (legacy) and discovers. On abort or
+   * failure, whatever was started is torn down before the promise rejects, so no child survives
+   * a failed spawn.
    */
   static async open(options: OpenConnectionOptions): Promise<ServerConnection> {
-    const { config, signal, logger } = options;
-    const scrub = secretScrubber(config);
-    // Server→client requests are routed to the session whose call is in flight (viewHub.ts), so
-    // the pool can offer what its sessions may answer.
-    const client = new Client(CLIENT_INFO, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
-    let transport: Transport | undefined;
-    let lastError: Error | undefined;
+    const { config, signal } = options;
+    let client: UpstreamClient | undefined;
     const onAbort = (): void => {
-      void transport?.close().catch(() => undefined);
+      void client?.close();
     };
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       signal.throwIfAborted();
+      let opened: { client: UpstreamClient; info: OpenedInfo; probed: boolean };
       if (config.transport === 'stdio') {
-        const stdio = new ProcessGroupStdioTransport({
-          command: config.command!,
-          args: config.args,
-          cwd: config.cwd,
-          env: config.env,
-          shutdownStepMs: options.shutdownStepMs,
-          onStderrLine: (line) => {
-            if (logger.isLevelEnabled('debug')) logger.debug({ stderr: scrub(line) }, 'server stderr');
-          },
-          onSpawn: options.onSpawned,
-        });
-        transport = stdio;
-        stdio.onerror = (error) => {
-          lastError = error;
-        };
-        // The SDK's connect() starts the transport (spawn), then initializes.
-        // The stderr tail of a failed start may hold the server's credentials, like any stderr line.
-        await connectClient(client, stdio, signal, () => scrub(describeStdioFailure(stdio)));
+        opened = await openStdio(options, (c) => (client = c));
       } else if (config.transport === 'http' || config.transport === 'sse') {
-        transport = await connectRemote(client, config, signal, logger);
+        opened = await openRemote(options, (c) => (client = c));
       } else if (config.transport === 'websocket') {
-        // Config validation guarantees a ws:// or wss:// `url` for this transport.
+        // Config validation guarantees a ws:// or wss:// `url` for this transport. Loaded only
+        // here, so an actor of a stdio server never loads the websocket library.
+        const { WebSocketTransport } = await import('./transports/websocketTransport.js');
         const ws = new WebSocketTransport({ url: config.url!, headers: config.headers });
-        transport = ws;
-        ws.onerror = (error) => {
-          lastError = error;
-        };
-        await connectClient(client, ws, signal);
+        client = new UpstreamClient(ws, { cancelBy: 'notification' });
+        await client.start();
+        opened = await settleEra(client, options, ws);
       } else {
         throw new PoolError(ErrorCode.SPAWN_FAILED, `transport '${String(config.transport)}' is not supported`);
       }
       signal.throwIfAborted();
-      const connection = new ServerConnection(client, transport, (transport as { pid?: number }).pid, emptyLists());
+      client = opened.client;
+      const connection = new ServerConnection(opened.client, opened.info, opened.probed, options);
       connection.lists = await connection.discoverAll(signal);
-      connection.#watch();
       return connection;
     } catch (error) {
       // A failed spawn sweeps its tree like any other close path.
-      if (transport !== undefined) await closeTransport(transport);
-      await client.close().catch(() => undefined);
-      throw toSpawnError(error, lastError);
+      const lastError = client?.lastError;
+      // The stderr tail of a failed start may hold the server's credentials, like any stderr line.
+      const detail = client?.transport instanceof ProcessGroupStdioTransport ? secretScrubber(config)(describeStdioFailure(client.transport)) : '';
+      if (client !== undefined) await closeTransport(client);
+      throw toSpawnError(error, lastError, detail);
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.client.closed;
+  }
+
+  get transport(): UpstreamTransport {
+    return this.client.transport;
   }
 
   /** Registered listeners run once when the transport is lost or closed. */
   onClose(listener: (error: Error | undefined) => void): () => void {
-    if (this.#closed) {
-      queueMicrotask(() => listener(this.#lastTransportError));
-      return () => undefined;
-    }
-    this.#closeListeners.add(listener);
-    return () => this.#closeListeners.delete(listener);
+    return this.client.onClose(listener);
   }
 
-  /** Installs list_changed handlers that call `onChanged(kind)`. */
+  /** `onChanged(kind)` runs on every list_changed notification (also without the capability). */
   onListChanged(onChanged: (kind: ListKind) => void): void {
-    // Registered even without the capability: some servers send the notification anyway.
-    this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => onChanged('tools'));
-    this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => onChanged('prompts'));
-    this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => onChanged('resources'));
+    this.#onListChanged = onChanged;
+  }
+
+  /** Routes what the server sends on its own: requests, logging and other notifications, `resources/updated`. */
+  onServerMessages(hooks: ServerMessageHooks): void {
+    this.#hooks = hooks;
+  }
+
+  #onNotification(method: string, params: Record<string, unknown> | undefined): void {
+    switch (method) {
+      case 'notifications/tools/list_changed':
+        this.#onListChanged?.('tools');
+        return;
+      case 'notifications/prompts/list_changed':
+        this.#onListChanged?.('prompts');
+        return;
+      case 'notifications/resources/list_changed':
+        this.#onListChanged?.('resources');
+        return;
+      case 'notifications/resources/updated':
+        if (typeof params?.uri === 'string') this.#hooks?.resourceUpdated(params.uri);
+        return;
+      case 'notifications/subscriptions/acknowledged':
+        this.#listen?.ack();
+        return;
+      default:
+        this.#hooks?.notification({ method, ...(params ? { params } : {}) });
+    }
   }
 
   /**
-   * Routes what the server sends on its own: sampling/elicitation/roots requests, logging and
-   * other notifications, and `resources/updated`.
+   * The `_meta` a modern request carries: the caller's declaration over the pool's defaults, and
+   * the caller's own `_meta` keys over both. Legacy requests get the caller's `_meta` only.
    */
-  onServerMessages(hooks: ServerMessageHooks): void {
-    for (const schema of [CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema]) {
-      this.client.setRequestHandler(schema as typeof ListRootsRequestSchema, (request, extra) =>
-        hooks.request(request.method, (request.params ?? {}) as Record<string, unknown>, extra.signal) as never,
-      );
-    }
-    this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => hooks.resourceUpdated(notification.params.uri));
-    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) =>
-      hooks.notification({ method: notification.method, params: notification.params }),
-    );
-    this.client.fallbackNotificationHandler = async (notification) =>
-      hooks.notification({ method: notification.method, ...(notification.params ? { params: notification.params } : {}) });
-  }
-
-  #watch(): void {
-    const previousClose = this.client.onclose;
-    this.client.onclose = () => {
-      previousClose?.();
-      this.#markClosed();
+  withMeta(params: Record<string, unknown> | undefined, view?: ViewClientInfo): Record<string, unknown> | undefined {
+    if (this.era !== 'modern') return params;
+    const d = this.#defaults;
+    const logLevel = view?.logLevel ?? d.logLevel;
+    const meta: Record<string, unknown> = {
+      [META.protocolVersion]: view?.protocolVersion ?? d.protocolVersion ?? MODERN_PROTOCOL_VERSION,
+      [META.clientCapabilities]: view?.capabilities ?? d.capabilities ?? DEFAULT_CAPABILITIES,
+      [META.clientInfo]: view?.clientInfo ?? d.clientInfo ?? CLIENT_INFO,
+      ...(logLevel === undefined ? {} : { [META.logLevel]: logLevel }),
+      ...(params?._meta as Record<string, unknown> | undefined),
     };
-    const previousError = this.client.onerror;
-    this.client.onerror = (error) => {
-      previousError?.(error);
-      this.#lastTransportError = error;
-    };
-  }
-
-  #markClosed(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const listener of this.#closeListeners) {
-      try {
-        listener(this.#lastTransportError);
-      } catch {
-        // one listener's failure must not stop the others
-      }
-    }
-    this.#closeListeners.clear();
+    return { ...params, _meta: meta };
   }
 
   /** Lists everything the server's capabilities announce. */
@@ -235,79 +266,278 @@ export class ServerConnection {
 
   /** Lists one kind (resources include templates). An absent capability yields empty lists. */
   async discover(kind: ListKind, signal?: AbortSignal): Promise<Partial<Lists>> {
-    const caps = this.client.getServerCapabilities() ?? {};
-    if (kind === 'tools') {
-      return { tools: caps.tools ? ((await this.#paged('tools/list', toolsPage, 'tools', signal)) as ToolInfo[]) : [] };
-    }
-    if (kind === 'prompts') {
-      return { prompts: caps.prompts ? ((await this.#paged('prompts/list', promptsPage, 'prompts', signal)) as PromptInfo[]) : [] };
-    }
+    const caps = this.capabilities;
+    if (kind === 'tools') return { tools: caps.tools ? ((await this.#paged('tools/list', 'tools', signal)) as ToolInfo[]) : [] };
+    if (kind === 'prompts') return { prompts: caps.prompts ? ((await this.#paged('prompts/list', 'prompts', signal)) as PromptInfo[]) : [] };
     if (!caps.resources) return { resources: [], resourceTemplates: [] };
     const [resources, resourceTemplates] = await Promise.all([
-      this.#paged('resources/list', resourcesPage, 'resources', signal) as Promise<ResourceInfo[]>,
+      this.#paged('resources/list', 'resources', signal) as Promise<ResourceInfo[]>,
       // Templates are optional even for resource servers: a -32601 means none.
-      (this.#paged('resources/templates/list', templatesPage, 'resourceTemplates', signal) as Promise<ResourceTemplateInfo[]>).catch(
-        (error: unknown) => {
-          if (error instanceof McpError && error.code === McpErrorCode.MethodNotFound) return [];
-          throw error;
-        },
-      ),
+      (this.#paged('resources/templates/list', 'resourceTemplates', signal) as Promise<ResourceTemplateInfo[]>).catch((error: unknown) => {
+        if (error instanceof UpstreamRpcError && error.code === METHOD_NOT_FOUND) return [];
+        throw error;
+      }),
     ]);
     return { resources, resourceTemplates };
   }
 
-  async #paged(method: string, schema: z.ZodType, key: string, signal?: AbortSignal): Promise<unknown[]> {
+  async #paged(method: string, key: string, signal?: AbortSignal): Promise<unknown[]> {
     const items: unknown[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
       const params = cursor === undefined ? {} : { cursor };
-      const result = (await this.client.request({ method, params }, schema as never, signal ? { signal } : undefined)) as Record<string, unknown>;
-      items.push(...((result[key] as unknown[]) ?? []));
+      const result = await this.client.request(method, this.withMeta(params), { timeoutMs: this.#requestTimeoutMs, signal });
+      const list = result[key];
+      if (Array.isArray(list)) items.push(...(list as unknown[]));
       cursor = typeof result.nextCursor === 'string' && result.nextCursor.length > 0 ? result.nextCursor : undefined;
       if (cursor === undefined) break;
     }
     return items;
   }
 
-  /** Sends any request with a loose result schema (results passed on as received). */
-  request(
-    method: string,
-    params: Record<string, unknown>,
-    options: { signal?: AbortSignal; timeout?: number; onprogress?: (progress: { progress: number; total?: number; message?: string }) => void },
-  ): Promise<Record<string, unknown>> {
-    return this.client.request({ method, params }, looseResult as never, {
-      ...options,
-      // Progress proves the server is alive: keep the call going, up to the caller's budget × 10.
-      ...(options.onprogress && options.timeout !== undefined
-        ? { resetTimeoutOnProgress: true, maxTotalTimeout: options.timeout * 10 }
-        : {}),
-    });
+  /** Sends any request; the result comes back as the server sent it. */
+  request(method: string, params: Record<string, unknown> | undefined, options: UpstreamRequestOptions & { view?: ViewClientInfo | undefined }): Promise<Record<string, unknown>> {
+    return this.client.request(method, this.withMeta(params, options.view), options);
   }
 
-  /** Closes the client and the transport (the stdio child's whole group). */
-  /** Closes the client and the transport, sweeping a stdio server's tree. Idempotent; never rejects. */
+  /**
+   * Modern only: opens (or re-opens with a new filter) the one `subscriptions/listen` stream of
+   * this connection and resolves when the server acknowledged it (bounded). The stream's
+   * notifications arrive through the same routing as a legacy server's.
+   */
+  async listen(filter: ListenFilter, ackTimeoutMs = 10_000): Promise<void> {
+    if (this.era !== 'modern' || this.closed) return;
+    const previous = this.#listen;
+    if (previous !== undefined && sameFilter(previous.filter, filter)) return previous.acked;
+    let acked!: () => void;
+    const entry: ListenStream = { filter, controller: new AbortController(), acked: new Promise<void>((resolve) => (acked = resolve)), ack: () => acked() };
+    this.#listen = entry;
+    // The stream lasts as long as the connection (its only bound): no timer ends it.
+    const forever = 2_147_483_647;
+    void this.client.request('subscriptions/listen', this.withMeta({ notifications: filter }), { timeoutMs: forever, maxTotalTimeoutMs: forever, signal: entry.controller.signal }).then(
+      // A result is the server ending the subscription gracefully: open it again while we still want it.
+      () => {
+        if (this.#listen !== entry || this.closed) return;
+        this.#listen = undefined;
+        void this.listen(filter).catch(() => undefined);
+      },
+      () => undefined,
+    );
+    // The old stream ends once the new one is asked for (cancelling it upstream).
+    previous?.controller.abort();
+    let timer: NodeJS.Timeout | undefined;
+    const acknowledged = await Promise.race([entry.acked.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ackTimeoutMs)))]);
+    clearTimeout(timer);
+    if (!acknowledged) this.#logger.warn({ filter }, 'subscriptions/listen was not acknowledged in time');
+  }
+
+  /** The filter the open listen stream asked for, if any. */
+  get listenFilter(): ListenFilter | undefined {
+    return this.#listen?.filter;
+  }
+
+  /** Closes the transport, sweeping a stdio server's tree. Idempotent; never rejects. */
   close(): Promise<SweepResult | undefined> {
-    this.#closing ??= this.#close();
+    this.#closing ??= closeTransport(this.client);
     return this.#closing;
-  }
-
-  async #close(): Promise<SweepResult | undefined> {
-    try {
-      // DELETE the remote session so single-session servers accept the next initialize (qwen #9962).
-      if (this.transport instanceof StreamableHTTPClientTransport && this.transport.sessionId !== undefined) {
-        await this.transport.terminateSession().catch(() => undefined);
-      }
-      return await closeTransport(this.transport);
-    } finally {
-      await this.client.close().catch(() => undefined);
-      this.#markClosed();
-    }
   }
 
   /** The stdio transport, when this connection has one. */
   get stdio(): ProcessGroupStdioTransport | undefined {
-    return this.transport instanceof ProcessGroupStdioTransport ? this.transport : undefined;
+    return this.client.transport instanceof ProcessGroupStdioTransport ? this.client.transport : undefined;
   }
+
+}
+
+interface ListenStream {
+  filter: ListenFilter;
+  controller: AbortController;
+  acked: Promise<void>;
+  ack(): void;
+}
+
+/** What a `subscriptions/listen` asks the server to send. */
+export interface ListenFilter {
+  toolsListChanged?: boolean;
+  promptsListChanged?: boolean;
+  resourcesListChanged?: boolean;
+  resourceSubscriptions?: string[];
+}
+
+function sameFilter(a: ListenFilter, b: ListenFilter): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+async function openStdio(options: OpenConnectionOptions, track: (client: UpstreamClient) => void): Promise<{ client: UpstreamClient; info: OpenedInfo; probed: boolean }> {
+  const { config, logger } = options;
+  const scrub = secretScrubber(config);
+  const spawnOne = async (): Promise<UpstreamClient> => {
+    const stdio = new ProcessGroupStdioTransport({
+      command: config.command!,
+      args: config.args,
+      cwd: config.cwd,
+      env: config.env,
+      shutdownStepMs: options.shutdownStepMs,
+      onStderrLine: (line) => {
+        if (logger.isLevelEnabled('debug')) logger.debug({ stderr: scrub(line) }, 'server stderr');
+      },
+      onSpawn: options.onSpawned,
+    });
+    const client = new UpstreamClient(stdio, { cancelBy: 'notification' });
+    track(client);
+    await client.start();
+    options.signal.throwIfAborted();
+    return client;
+  };
+  const client = await spawnOne();
+  try {
+    return await settleEra(client, options, client.transport);
+  } catch (error) {
+    if (!(error instanceof ProbeExited)) throw error;
+    // The server exited on a request before `initialize`: it is legacy. Once more, as legacy.
+    logger.info({}, 'the server exited on the era probe; spawning it again as legacy');
+    await closeTransport(client);
+    const again = await spawnOne();
+    return { client: again, info: await initialize(again, options), probed: true };
+  }
+}
+
+/** The probe's process exited before it answered. */
+class ProbeExited extends Error {
+  override name = 'ProbeExited';
+}
+
+/**
+ * Decides the era on an open client and opens the session: probe (unless a held verdict says
+ * legacy), then `initialize` for legacy. A held legacy verdict that `initialize` refuses with a
+ * modern error is probed again.
+ */
+async function settleEra(client: UpstreamClient, options: OpenConnectionOptions, transport: UpstreamTransport): Promise<{ client: UpstreamClient; info: OpenedInfo; probed: boolean }> {
+  const modern = (info: OpenedInfo): { client: UpstreamClient; info: OpenedInfo; probed: boolean } => {
+    transport.setProtocol?.('modern', MODERN_PROTOCOL_VERSION);
+    return { client, info, probed: true };
+  };
+  const held = options.eraHint === 'legacy';
+  if (!held) {
+    const probed = await probe(client, options, options.probeTimeoutMs ?? 3000);
+    if (probed !== undefined) return modern(probed);
+  }
+  try {
+    return { client, info: await initialize(client, options), probed: !held };
+  } catch (error) {
+    // A modern-only server refuses `initialize` naming the modern revision: a held legacy verdict
+    // was stale, or the probe timed out only because the server was slow to start.
+    if (!isModernRefusal(error)) throw error;
+    options.logger.info({}, 'the server refused initialize with a modern error; asking server/discover again');
+    const probed = await probe(client, options, options.requestTimeoutMs ?? 60_000);
+    if (probed === undefined) throw error;
+    return modern(probed);
+  }
+}
+
+/** `server/discover`: the server's description when it is modern, undefined when it is legacy. */
+async function probe(client: UpstreamClient, options: OpenConnectionOptions, timeoutMs: number): Promise<OpenedInfo | undefined> {
+  const meta = {
+    [META.protocolVersion]: options.defaults?.protocolVersion ?? MODERN_PROTOCOL_VERSION,
+    [META.clientCapabilities]: options.defaults?.capabilities ?? DEFAULT_CAPABILITIES,
+    [META.clientInfo]: options.defaults?.clientInfo ?? CLIENT_INFO,
+  };
+  let result: Record<string, unknown>;
+  try {
+    // Not cancelled on timeout: a modern server that was slow to start still settles on it.
+    result = await client.request('server/discover', { _meta: meta }, { timeoutMs, signal: options.signal, cancelOnTimeout: false });
+  } catch (error) {
+    options.signal.throwIfAborted();
+    if (error instanceof UpstreamClosedError || (client.transport instanceof ProcessGroupStdioTransport && client.transport.exited)) {
+      throw new ProbeExited('the server exited on server/discover');
+    }
+    if (error instanceof UpstreamHttpError && (error.status === 401 || error.status === 403)) {
+      throw new PoolError(ErrorCode.SPAWN_FAILED, `the server refused the request: HTTP ${error.status} (authentication)`, { data: { status: error.status } });
+    }
+    if (isModernRefusal(error)) {
+      // A modern server that did not like our version's spelling in the probe but supports it.
+      result = await client.request('server/discover', { _meta: { ...meta, [META.protocolVersion]: MODERN_PROTOCOL_VERSION } }, { timeoutMs, signal: options.signal });
+    } else {
+      options.logger.debug({ err: (error as Error).message }, 'era probe: not modern');
+      return undefined;
+    }
+  }
+  const versions = result.supportedVersions;
+  if (!Array.isArray(versions) || !versions.includes(MODERN_PROTOCOL_VERSION)) return undefined;
+  const serverInfo = (result._meta as Record<string, unknown> | undefined)?.[META.serverInfo] as OpenedInfo['serverInfo'];
+  return {
+    era: 'modern',
+    protocolVersion: MODERN_PROTOCOL_VERSION,
+    serverInfo,
+    capabilities: (result.capabilities as Record<string, unknown> | undefined) ?? {},
+    instructions: typeof result.instructions === 'string' ? result.instructions : undefined,
+  };
+}
+
+/** A JSON-RPC (or HTTP-carried) error that only a modern server sends, naming 2026-07-28 as supported. */
+function isModernRefusal(error: unknown): boolean {
+  let rpc: { code?: unknown; data?: unknown } | undefined;
+  if (error instanceof UpstreamRpcError) rpc = error;
+  else if (error instanceof UpstreamHttpError && error.status !== 401 && error.status !== 403) {
+    try {
+      rpc = (JSON.parse(error.body) as { error?: { code?: unknown; data?: unknown } }).error;
+    } catch {
+      return false;
+    }
+  }
+  if (rpc?.code !== UNSUPPORTED_PROTOCOL_VERSION) return false;
+  const data = rpc.data as { supported?: unknown; supportedVersions?: unknown } | undefined;
+  const supported = data?.supported ?? data?.supportedVersions;
+  return Array.isArray(supported) && supported.includes(MODERN_PROTOCOL_VERSION);
+}
+
+async function initialize(client: UpstreamClient, options: OpenConnectionOptions): Promise<OpenedInfo> {
+  const result = await client.request(
+    'initialize',
+    { protocolVersion: LEGACY_PROTOCOL_VERSIONS[0], capabilities: DEFAULT_CAPABILITIES, clientInfo: CLIENT_INFO },
+    { timeoutMs: options.requestTimeoutMs ?? 60_000, signal: options.signal },
+  );
+  const version = result.protocolVersion;
+  if (typeof version !== 'string' || !LEGACY_PROTOCOL_VERSIONS.includes(version)) {
+    throw new PoolError(ErrorCode.SPAWN_FAILED, `the server's protocol version is not supported: ${String(version)}`);
+  }
+  client.transport.setProtocol?.('legacy', version);
+  await client.notify('notifications/initialized');
+  return {
+    era: 'legacy',
+    protocolVersion: version,
+    serverInfo: result.serverInfo as OpenedInfo['serverInfo'],
+    capabilities: (result.capabilities as Record<string, unknown> | undefined) ?? {},
+    instructions: typeof result.instructions === 'string' ? result.instructions : undefined,
+  };
+}
+
+/**
+ * Remote servers. Until mcpool's own HTTP transports land, the SDK's client transports carry the
+ * bytes behind a small adapter (loaded only for remote configs, so a stdio actor never imports
+ * the SDK). Streamable HTTP first; on 400/404/405 fall back to legacy HTTP+SSE (spec 2025-11-25).
+ */
+async function openRemote(options: OpenConnectionOptions, track: (client: UpstreamClient) => void): Promise<{ client: UpstreamClient; info: OpenedInfo; probed: boolean }> {
+  const { config, logger } = options;
+  const { sdkHttpTransport, sdkSseTransport } = await import('./transports/sdkHttpAdapter.js');
+  const url = new URL((config.transport === 'http' ? config.httpUrl ?? config.url : config.url ?? config.httpUrl)!);
+  if (config.transport === 'http') {
+    const client = new UpstreamClient(await sdkHttpTransport(url, config.headers), { cancelBy: 'notification' });
+    track(client);
+    try {
+      await client.start();
+      return { client, info: await initialize(client, options), probed: false };
+    } catch (error) {
+      await client.close();
+      const status = error instanceof UpstreamHttpError ? error.status : undefined;
+      if (status !== 400 && status !== 404 && status !== 405) throw error;
+      logger.info({ status }, 'Streamable HTTP refused; falling back to legacy SSE');
+    }
+  }
+  const client = new UpstreamClient(await sdkSseTransport(url, config.headers), { cancelBy: 'notification' });
+  track(client);
+  await client.start();
+  return { client, info: await initialize(client, options), probed: false };
 }
 
 /**
@@ -316,10 +546,11 @@ export class ServerConnection {
  * through stdin end → SIGTERM → SIGKILL, then whatever left the group (a `setsid` daemon) is
  * swept, its start time checked. Never rejects.
  */
-async function closeTransport(transport: Transport): Promise<SweepResult | undefined> {
+async function closeTransport(client: UpstreamClient): Promise<SweepResult | undefined> {
+  const transport = client.transport;
   const pid = transport instanceof ProcessGroupStdioTransport ? transport.pid : undefined;
   const tree: TreeSnapshot | undefined = pid === undefined ? undefined : await snapshotTree(pid, pid).catch(() => undefined);
-  await transport.close().catch(() => undefined);
+  await client.close();
   return tree === undefined ? undefined : sweepTracked(tree, { graceMs: 500, skipRoot: true });
 }
 
@@ -342,47 +573,6 @@ function emptyLists(): Lists {
   return { tools: [], prompts: [], resources: [], resourceTemplates: [] };
 }
 
-async function connectClient(client: Client, transport: Transport, signal: AbortSignal, describe?: () => string): Promise<void> {
-  try {
-    // The SDK's connect has its own request timeout (60 s); the machine's spawn timeout is shorter
-    // and aborts `signal`, which closes the transport and makes this reject.
-    await client.connect(transport, { signal });
-  } catch (error) {
-    const detail = describe?.();
-    if (detail) throw new PoolError(ErrorCode.SPAWN_FAILED, `${(error as Error).message}; ${detail}`, { cause: error });
-    throw error;
-  }
-}
-
-/** Streamable HTTP first; on 400/404/405 fall back to legacy SSE (spec 2025-11-25, C-1). */
-async function connectRemote(client: Client, config: ServerConfig, signal: AbortSignal, logger: Logger): Promise<Transport> {
-  const url = new URL((config.transport === 'http' ? config.httpUrl ?? config.url : config.url ?? config.httpUrl)!);
-  const requestInit: RequestInit = config.headers ? { headers: config.headers } : {};
-  if (config.transport === 'http') {
-    const http = new StreamableHTTPClientTransport(url, { requestInit });
-    try {
-      await connectClient(client, http, signal);
-      return http;
-    } catch (error) {
-      await http.close().catch(() => undefined);
-      const status = error instanceof StreamableHTTPError ? error.code : undefined;
-      if (status !== 400 && status !== 404 && status !== 405) throw error;
-      logger.info({ status }, 'Streamable HTTP refused; falling back to legacy SSE');
-    }
-  }
-  const sse = new SSEClientTransport(url, { requestInit, eventSourceInit: config.headers ? { fetch: withHeaders(config.headers) } : {} });
-  await connectClient(client, sse, signal);
-  return sse;
-}
-
-function withHeaders(headers: Record<string, string>): typeof fetch {
-  return (input, init) => {
-    const merged = new Headers(init?.headers);
-    for (const [key, value] of Object.entries(headers)) merged.set(key, value);
-    return fetch(input, { ...init, headers: merged });
-  };
-}
-
 function describeStdioFailure(stdio: ProcessGroupStdioTransport): string {
   const parts: string[] = [];
   const exit = stdio.exitInfo;
@@ -392,15 +582,17 @@ function describeStdioFailure(stdio: ProcessGroupStdioTransport): string {
   return parts.join('; ');
 }
 
-function toSpawnError(error: unknown, transportError: Error | undefined): PoolError {
-  if (error instanceof PoolError) return error;
+function toSpawnError(error: unknown, transportError: Error | undefined, stdioDetail: string): PoolError {
+  if (error instanceof PoolError && error.code !== ErrorCode.CALL_TIMEOUT && error.code !== ErrorCode.CALL_CANCELLED) {
+    return stdioDetail ? new PoolError(error.code, `${error.message}; ${stdioDetail}`, { cause: error, ...(error.data ? { data: error.data } : {}) }) : error;
+  }
   const err = error as Error & { code?: unknown };
-  if (err?.name === 'AbortError' || err?.name === 'TimeoutError') {
+  if (err?.name === 'AbortError' || err?.name === 'TimeoutError' || (error instanceof PoolError && error.code === ErrorCode.CALL_CANCELLED)) {
     return new PoolError(ErrorCode.SPAWN_FAILED, 'spawn aborted', { cause: error });
   }
   // fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error…) is in its cause.
   const cause = (err as { cause?: { message?: unknown } } | undefined)?.cause?.message;
-  const detail = [typeof cause === 'string' ? cause : undefined, transportError && transportError !== error ? transportError.message : undefined]
+  const detail = [typeof cause === 'string' ? cause : undefined, transportError && transportError !== error ? transportError.message : undefined, stdioDetail || undefined]
     .filter(Boolean)
     .map((part) => ` (${part})`)
     .join('');

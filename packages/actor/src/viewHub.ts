@@ -1,44 +1,39 @@
 /**
  * The sessions attached to one actor: a view channel each, the calls each has in flight, and the
- * resources each subscribed to. It serves the views' requests and routes what the server sends
- * on its own to the right view:
+ * resources each subscribed to. It forwards the views' requests upstream as the JSON-RPC method
+ * they name and decides, in one place ({@link ViewHub.attribute}), which view a message the
+ * server sent on its own belongs to:
+ * - progress is the call's own (by its token, in the client);
  * - a server→client request (sampling, elicitation, roots) or a notification (logging) goes to the
- *   one view that has calls in flight — the MCP wire does not say which call caused it, so when
- *   several views have calls in flight a request is refused rather than risk showing one
+ *   one view that has calls in flight — the legacy wire does not say which call caused it, so
+ *   when several views have calls in flight a request is refused rather than risk showing one
  *   session's prompt to another, and a notification goes to every view;
  * - `resources/updated` goes to the views subscribed to that URI (subscriptions are refcounted
- *   upstream and replayed after a reconnect).
+ *   upstream and replayed after a reconnect; on a modern server they are the listen filter).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { Logger } from 'pino';
-import { ErrorCode, PoolError, RpcChannel, type CallEvent, type CallToolArgs, type RpcHandlerContext, type ServerSnapshot, type UpstreamNotification, type ViewEvents } from '@mcpool/protocol';
-import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { ServerConnection } from './serverConnection.js';
+import type { CallEvent, RpcHandlerContext, ServerSnapshot, UpstreamNotification, ViewClientInfo, ViewEvents, ViewRequestArgs } from '@mcpool/protocol';
+import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
+import type { ListenFilter, ServerConnection } from './serverConnection.js';
 
 export interface ViewHubDeps {
   /** The live connection and its generation; throws a typed error while there is none. */
   live(): { conn: ServerConnection; generation: number };
   callTimeoutMs: number;
-  mapError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError;
-  logger: Logger;
+  mapError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError;
+  logger: { warn(obj: object, msg?: string): void };
 }
 
 interface ViewState {
   channel: RpcChannel;
+  client: ViewClientInfo | undefined;
   /** Calls in flight, oldest first: a notification is attributed to the newest. */
   inflight: Set<RpcHandlerContext>;
   subscriptions: Set<string>;
 }
 
-type ViewCallArgs = CallToolArgs & {
-  uri?: string;
-  wantNotifications?: boolean;
-  method?: string;
-  params?: Record<string, unknown>;
-};
-
-/** Methods a view may pass through with `request` (the others have their own operation). */
-const PASS_THROUGH = new Set(['completion/complete', 'logging/setLevel', 'ping', 'resources/templates/list']);
+/** Methods a view never sends itself: the actor owns the connection's lifecycle and streams. */
+const RESERVED = new Set(['initialize', 'notifications/initialized', 'server/discover', 'subscriptions/listen']);
 
 export class ViewHub {
   readonly #views = new Map<string, ViewState>();
@@ -51,18 +46,14 @@ export class ViewHub {
     this.#deps = deps;
   }
 
-  get size(): number {
-    return this.#views.size;
-  }
-
-  attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot): void {
-    const state: ViewState = { channel: undefined!, inflight: new Set(), subscriptions: new Set() };
+  attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo): void {
+    const state: ViewState = { channel: undefined!, client, inflight: new Set(), subscriptions: new Set() };
     state.channel = new RpcChannel(port, {
-      handler: (op, opArgs, ctx) => this.#handle(viewId, state, op, opArgs as ViewCallArgs, ctx),
+      handler: (op, opArgs, ctx) => this.#handle(viewId, state, op, opArgs, ctx),
       onClose: () => this.#forget(viewId, state),
     });
     this.#views.set(viewId, state);
-    // Snapshot replay on attach (seed §7.2).
+    // Snapshot replay on attach: a view starts from the entry's current lists.
     state.channel.emit('snapshot', snapshot);
   }
 
@@ -78,43 +69,73 @@ export class ViewHub {
     for (const state of this.#views.values()) state.channel.emit(ev, data);
   }
 
+  /**
+   * The one place that decides whose a server-initiated message is: the single view with calls
+   * in flight (and its newest listening call), or nobody in particular.
+   */
+  attribute(): { view: ViewState; call: RpcHandlerContext | undefined } | { view: undefined; busy: number } {
+    let found: ViewState | undefined;
+    let busy = 0;
+    for (const state of this.#views.values()) {
+      if (state.inflight.size === 0) continue;
+      busy++;
+      found = state;
+    }
+    if (busy !== 1 || found === undefined) return { view: undefined, busy };
+    let call: RpcHandlerContext | undefined;
+    for (const ctx of found.inflight) if (this.#listening.has(ctx)) call = ctx;
+    return { view: found, call };
+  }
+
   /** A request the server sent (sampling, elicitation, roots): to the one view whose call is in flight. */
   async serverRequest(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const busy = [...this.#views.values()].filter((state) => state.inflight.size > 0);
-    if (busy.length !== 1) {
-      const why = busy.length === 0 ? 'no session has a call in flight' : `${busy.length} sessions have calls in flight, and the request names none`;
-      throw new McpError(McpErrorCode.InternalError, `mcpool cannot route ${method}: ${why}`);
+    const owner = this.attribute();
+    if (owner.view === undefined) {
+      const why = owner.busy === 0 ? 'no session has a call in flight' : `${owner.busy} sessions have calls in flight, and the request names none`;
+      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `mcpool cannot route ${method}: ${why}`, { data: { mcpCode: -32603 } });
     }
     try {
-      return await busy[0]!.channel.request<Record<string, unknown>>('serverRequest', { method, params }, { signal, timeoutMs: this.#deps.callTimeoutMs });
+      return await owner.view.channel.request<Record<string, unknown>>('serverRequest', { method, params }, { signal, timeoutMs: this.#deps.callTimeoutMs });
     } catch (error) {
-      if (error instanceof PoolError && typeof error.data?.mcpCode === 'number') throw new McpError(error.data.mcpCode, error.message, error.data.mcpData);
-      throw new McpError(McpErrorCode.InternalError, (error as Error).message);
+      if (error instanceof PoolError && typeof error.data?.mcpCode === 'number') throw error;
+      throw new PoolError(ErrorCode.UPSTREAM_ERROR, (error as Error).message, { data: { mcpCode: -32603 } });
     }
   }
 
-  /** A notification the server sent: to the newest call of the one busy view, else to every view. */
+  /** A notification the server sent: to the newest listening call of the one busy view, else to every view. */
   notification(notification: UpstreamNotification): void {
-    const busy = [...this.#views.values()].filter((state) => state.inflight.size > 0);
-    if (busy.length === 1) {
-      // The newest call that listens for notifications gets it; else the view as a whole.
-      const listening = [...busy[0]!.inflight.entries()].map(([ctx]) => ctx).filter((ctx) => this.#listening.has(ctx));
-      const newest = listening.at(-1);
-      if (newest !== undefined) newest.progress({ kind: 'notification', notification } satisfies CallEvent);
-      else busy[0]!.channel.emit('notification', notification);
+    const owner = this.attribute();
+    if (owner.view === undefined) {
+      this.broadcast('notification', notification);
       return;
     }
-    this.broadcast('notification', notification);
+    if (owner.call !== undefined) owner.call.progress({ kind: 'notification', notification } satisfies CallEvent);
+    else owner.view.channel.emit('notification', notification);
   }
 
   resourceUpdated(uri: string): void {
     for (const viewId of this.#subscribers.get(uri) ?? []) this.#views.get(viewId)?.channel.emit('resourceUpdated', { uri });
   }
 
+  /** What a modern connection's `subscriptions/listen` asks for: list changes it announces, and the views' resources. */
+  listenFilter(conn: ServerConnection): ListenFilter {
+    const caps = conn.capabilities as { tools?: { listChanged?: boolean }; prompts?: { listChanged?: boolean }; resources?: { listChanged?: boolean; subscribe?: boolean } };
+    const filter: ListenFilter = {};
+    if (caps.tools?.listChanged) filter.toolsListChanged = true;
+    if (caps.prompts?.listChanged) filter.promptsListChanged = true;
+    if (caps.resources?.listChanged) filter.resourcesListChanged = true;
+    if (this.#subscribers.size > 0) filter.resourceSubscriptions = [...this.#subscribers.keys()].sort();
+    return filter;
+  }
+
   /** After a reconnect: the new connection gets every subscription the views hold. */
   async resubscribe(conn: ServerConnection): Promise<void> {
+    if (conn.era === 'modern') {
+      await conn.listen(this.listenFilter(conn)).catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'listen failed'));
+      return;
+    }
     for (const uri of this.#subscribers.keys()) {
-      await conn.request('resources/subscribe', { uri }, { timeout: this.#deps.callTimeoutMs }).catch((error: unknown) => {
+      await conn.request('resources/subscribe', { uri }, { timeoutMs: this.#deps.callTimeoutMs }).catch((error: unknown) => {
         this.#deps.logger.warn({ uri, err: error }, 'resubscribe failed');
       });
     }
@@ -125,24 +146,28 @@ export class ViewHub {
     for (const uri of state.subscriptions) void this.#unsubscribe(viewId, state, uri).catch(() => undefined);
   }
 
-  async #handle(viewId: string, state: ViewState, op: string, opArgs: ViewCallArgs, ctx: RpcHandlerContext): Promise<unknown> {
-    if (op === 'subscribe') return this.#subscribe(viewId, state, opArgs.uri!);
-    if (op === 'unsubscribe') return this.#unsubscribe(viewId, state, opArgs.uri!);
-    const { method, params } = requestOf(op, opArgs);
+  async #handle(viewId: string, state: ViewState, op: string, opArgs: unknown, ctx: RpcHandlerContext): Promise<unknown> {
+    if (op === 'subscribe') return this.#subscribe(viewId, state, (opArgs as { uri: string }).uri);
+    if (op === 'unsubscribe') return this.#unsubscribe(viewId, state, (opArgs as { uri: string }).uri);
+    if (op !== 'request') throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown view operation ${op}`);
+    const args = opArgs as ViewRequestArgs;
+    if (typeof args.method !== 'string' || RESERVED.has(args.method)) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `a session cannot send ${String(args.method)}: the pool owns the connection's lifecycle`);
+    }
     const { conn, generation } = this.#deps.live();
-    const timeout = opArgs.timeoutMs ?? this.#deps.callTimeoutMs;
     state.inflight.add(ctx);
-    if (opArgs.wantNotifications) this.#listening.add(ctx);
+    if (args.wantNotifications) this.#listening.add(ctx);
     try {
-      return await conn.request(method, params, {
-        // Only a call its caller can cancel carries a signal upstream (it costs per call); the
-        // SDK's own timeout still sends `notifications/cancelled` for every call.
-        ...(opArgs.cancellable ? { signal: ctx.signal } : {}),
-        timeout,
-        ...(opArgs.wantProgress ? { onprogress: (progress) => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent) } : {}),
+      return await conn.request(args.method, args.params, {
+        view: state.client,
+        timeoutMs: args.timeoutMs ?? this.#deps.callTimeoutMs,
+        maxTotalTimeoutMs: args.maxTotalTimeoutMs,
+        // Only a call its caller can cancel carries a signal upstream (making one costs per call).
+        signal: args.cancellable ? ctx.signal : undefined,
+        onProgress: args.wantProgress ? (progress) => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent) : undefined,
       });
     } catch (error) {
-      throw this.#deps.mapError(error, opArgs.cancellable === true, ctx.signal, generation, timeout, conn);
+      throw this.#deps.mapError(error, args.cancellable === true, ctx.signal, generation, conn);
     } finally {
       state.inflight.delete(ctx);
     }
@@ -153,9 +178,15 @@ export class ViewHub {
     if (subscribers?.has(viewId)) return;
     if (subscribers === undefined) {
       const { conn } = this.#deps.live();
-      await conn.request('resources/subscribe', { uri }, { timeout: this.#deps.callTimeoutMs });
-      subscribers = this.#subscribers.get(uri) ?? new Set();
-      this.#subscribers.set(uri, subscribers);
+      subscribers = new Set();
+      if (conn.era === 'modern') {
+        this.#subscribers.set(uri, subscribers);
+        await conn.listen(this.listenFilter(conn));
+      } else {
+        await conn.request('resources/subscribe', { uri }, { timeoutMs: this.#deps.callTimeoutMs });
+        subscribers = this.#subscribers.get(uri) ?? subscribers;
+        this.#subscribers.set(uri, subscribers);
+      }
     }
     subscribers.add(viewId);
     state.subscriptions.add(uri);
@@ -167,25 +198,7 @@ export class ViewHub {
     if (subscribers === undefined || !subscribers.delete(viewId) || subscribers.size > 0) return;
     this.#subscribers.delete(uri);
     const { conn } = this.#deps.live();
-    await conn.request('resources/unsubscribe', { uri }, { timeout: this.#deps.callTimeoutMs });
-  }
-}
-
-function requestOf(op: string, a: ViewCallArgs): { method: string; params: Record<string, unknown> } {
-  const meta = a._meta ? { _meta: a._meta } : {};
-  switch (op) {
-    case 'callTool':
-      return { method: 'tools/call', params: { name: a.name, ...(a.arguments ? { arguments: a.arguments } : {}), ...meta } };
-    case 'getPrompt':
-      return { method: 'prompts/get', params: { name: a.name, ...(a.arguments ? { arguments: a.arguments } : {}), ...meta } };
-    case 'readResource':
-      return { method: 'resources/read', params: { uri: a.uri, ...meta } };
-    case 'request':
-      if (a.method === undefined || !PASS_THROUGH.has(a.method)) {
-        throw new PoolError(ErrorCode.INVALID_ARGUMENT, `request passes through only ${[...PASS_THROUGH].join(', ')}; got ${String(a.method)}`);
-      }
-      return { method: a.method, params: { ...(a.params ?? {}), ...meta } };
-    default:
-      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown view operation ${op}`);
+    if (conn.era === 'modern') await conn.listen(this.listenFilter(conn));
+    else await conn.request('resources/unsubscribe', { uri }, { timeoutMs: this.#deps.callTimeoutMs });
   }
 }

@@ -1,8 +1,8 @@
 /**
  * The worker entry: one connection actor per worker thread.
  *
- * The thread boots, imports the SDK (the costly part, ~150 ms) and waits for `start`, so the
- * supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
+ * The thread boots, imports the actor's code (no MCP SDK for stdio and websocket servers) and
+ * waits for `start`, so the supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
  * channel per attached session; view traffic never passes through the supervisor.
  * It never logs with console (relayed through the main thread, late) nor to a file descriptor:
  * its log lines go to the supervisor as records (`./log.ts`), at the level the supervisor sets.
@@ -10,24 +10,12 @@
 import { isMainThread, parentPort, threadId } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
 import type { Logger } from 'pino';
-import {
-  ErrorCode,
-  MCPCallInterruptedError,
-  PoolError,
-  RpcChannel,
-  type ActorEvents,
-  type ActorStartArgs,
-  type ActorStartResult,
-  type AttachArgs,
-  type ControlOps,
-  type RestartOutcome,
-  type EntryStatus,
-  type ViewEvents,
-} from '@mcpool/protocol';
-import { McpError, ErrorCode as McpErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents } from '@mcpool/protocol';
+import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
+import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
 import { createActorLogger } from './log.js';
@@ -45,12 +33,14 @@ let connection: ServerConnection | undefined;
 let clientGeneration = 0;
 let pgid: number | undefined;
 let lastStatus: EntryStatus | undefined;
+/** The era the last connection settled on. */
+let settledEra: 'legacy' | 'modern' | undefined;
 const hub: ViewHub = new ViewHub({
   live: () => liveConnection(),
   get callTimeoutMs() {
     return args?.callTimeoutMs ?? 60_000;
   },
-  mapError: (error, cancellable, signal, generation, timeout, conn) => mapCallError(error, cancellable, signal, generation, timeout, conn),
+  mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
   get logger() {
     return logger;
   },
@@ -104,6 +94,12 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               shutdownStepMs: entryArgs.shutdownStepMs,
               logger,
               signal,
+              // A verdict this actor settled itself beats the one it was started with.
+              eraHint: settledEra ?? entryArgs.era,
+              defaults: entryArgs.client,
+              // A third of the spawn budget, at most 10 s: a server slow to start under load must
+              // still answer the probe in time, a silent legacy server costs this once per config.
+              probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
               onSpawned: (pid) => {
                 pgid = pid;
                 emitControl('spawned', { pid, pgid: pid });
@@ -123,11 +119,9 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
             settleRestart({ restarted: true });
             connection = conn;
             clientGeneration = generation;
-            store.reset(conn.lists, generation, {
-              serverInfo: conn.client.getServerVersion(),
-              capabilities: (conn.client.getServerCapabilities() ?? {}),
-              instructions: conn.client.getInstructions(),
-            });
+            store.reset(conn.lists, generation, { serverInfo: conn.serverInfo, capabilities: conn.capabilities, instructions: conn.instructions });
+            if (conn.era !== settledEra || conn.eraProbed) emitControl('era', { era: conn.era, protocolVersion: conn.protocolVersion, probed: conn.eraProbed });
+            settledEra = conn.era;
             conn.onListChanged((kind) => {
               if (connection === conn) void store.refresh(kind, conn, generation);
             });
@@ -136,7 +130,8 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               notification: (notification) => hub.notification(notification),
               resourceUpdated: (uri) => hub.resourceUpdated(uri),
             });
-            if (reconnect) void hub.resubscribe(conn);
+            // A modern server holds no subscription state: every connection opens its listen stream.
+            if (reconnect || conn.era === 'modern') void hub.resubscribe(conn);
             if (reconnect) {
               logger.info({ clientGeneration: generation, pid: conn.pid }, 'reconnected');
               broadcast('status', { status: 'reconnected', generation: store.snapshot.generation, clientGeneration: generation });
@@ -168,7 +163,7 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
         if (status === 'failed' || status === 'closed') settleRestart({ restarted: false, reason: status === 'failed' ? 'failed' : 'superseded' });
         if (!settled && status === 'active') {
           settled = true;
-          resolve({ snapshot: store.snapshot, pid: connection?.pid });
+          resolve({ snapshot: store.snapshot, pid: connection?.pid, era: settledEra });
         } else if (!settled && (status === 'failed' || status === 'closed')) {
           settled = true;
           reject(new PoolError(snapshot.context.lastError?.code ?? ErrorCode.SPAWN_FAILED, snapshot.context.lastError?.message ?? 'the server closed during spawn', snapshot.context.lastError?.data ? { data: snapshot.context.lastError.data } : {}));
@@ -185,13 +180,13 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
   });
 }
 
-function attach({ viewId, sessionId, port }: AttachArgs): { generation: number } {
+function attach({ viewId, sessionId, port, client }: AttachArgs): { generation: number } {
   const status = lastStatus;
   if (status !== 'active' && status !== 'draining') {
     port.close();
     throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
   }
-  hub.attach(viewId, port, store.snapshot);
+  hub.attach(viewId, port, store.snapshot, client);
   logger.debug({ viewId, sessionId }, 'view attached');
   return { generation: store.snapshot.generation };
 }
@@ -204,24 +199,14 @@ function liveConnection(): { conn: ServerConnection; generation: number } {
   return { conn: connection, generation: clientGeneration };
 }
 
-function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, timeout: number, conn: ServerConnection): PoolError {
+function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError {
   if (error instanceof PoolError) return error;
   if (cancellable && signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
-  if (error instanceof McpError) {
-    if (error.code === McpErrorCode.ConnectionClosed || conn.closed) {
-      return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
-        serverName: args!.serverName,
-        entryIndex: args!.entryIndex,
-        clientGeneration: generation,
-      });
-    }
-    if (error.code === McpErrorCode.RequestTimeout) {
-      return new PoolError(ErrorCode.CALL_TIMEOUT, `the call timed out after ${timeout} ms`, { data: { timeoutMs: timeout } });
-    }
+  if (error instanceof UpstreamRpcError) {
     return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
   }
   // A call that raced the server's death: the write failed, or the loss was not reported yet.
-  if (conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
+  if (error instanceof UpstreamClosedError || conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
     return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
       serverName: args!.serverName,
       entryIndex: args!.entryIndex,

@@ -5,8 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { ProcessGroupStdioTransport, groupAlive } from '@mcpool/actor';
+import { ProcessGroupStdioTransport, UpstreamClient, groupAlive } from '@mcpool/actor';
 import { expectNoSurvivors, FIXTURES, isAlive, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 
 const marks: string[] = [];
@@ -80,12 +79,21 @@ describe('ProcessGroupStdioTransport', () => {
   it('a progress notification in the same chunk as its response still reaches the caller', async () => {
     const mark = newMark('chunk');
     const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [new URL('./fixtures/sameChunkProgress.mjs', import.meta.url).pathname, mark] });
-    const client = await connect(transport);
-    for (let i = 0; i < 20; i++) {
-      const seen: number[] = [];
-      const result = await client.request({ method: 'tools/call', params: { name: 'go' } }, CallToolResultSchema, { onprogress: (p) => seen.push(p.progress) });
-      expect(result.content).toEqual([{ type: 'text', text: 'went' }]);
-      expect(seen).toEqual([1]);
+    // The actor's own client: messages are delivered in order, so the progress handler runs
+    // before the response settles the request.
+    const client = new UpstreamClient(transport, { cancelBy: 'notification' });
+    try {
+      await client.start();
+      await client.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'test', version: '1' } }, { timeoutMs: 10_000 });
+      await client.notify('notifications/initialized');
+      for (let i = 0; i < 20; i++) {
+        const seen: number[] = [];
+        const result = await client.request('tools/call', { name: 'go' }, { timeoutMs: 10_000, onProgress: (p) => seen.push(p.progress) });
+        expect(result.content).toEqual([{ type: 'text', text: 'went' }]);
+        expect(seen).toEqual([1]);
+      }
+    } finally {
+      await client.close();
     }
   });
 

@@ -42,6 +42,7 @@ import {
 } from '@mcpool/protocol';
 import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
 import { WorkspaceBudget, type BudgetCell, type BudgetOptions } from './budget.js';
+import { EraCache } from './eraCache.js';
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { countZombieChildren } from '@mcpool/protocol/processTree';
 import { PooledConnection } from './pooledConnection.js';
@@ -168,6 +169,8 @@ export interface EntrySummary {
    * label reveals nothing of the id itself.
    */
   ownerLabel?: string;
+  /** The protocol era the entry's server speaks, once its connection settled it. */
+  era?: 'legacy' | 'modern' | undefined;
 }
 
 export interface ServerSnapshotSummary {
@@ -225,6 +228,8 @@ interface PoolEntry {
   lastError: WireError | undefined;
   restarting: Promise<RestartResult> | undefined;
   pinging: boolean;
+  /** The protocol era the actor settled on. */
+  era: 'legacy' | 'modern' | undefined;
   /** Set when the heartbeat gave up on the actor (its exit is then a death, whatever the code). */
   unresponsive?: boolean;
   /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
@@ -283,6 +288,8 @@ export class McpTransportPool {
   readonly #ledger: GroupLedger | undefined;
   readonly #reapLeftovers: boolean;
   #started = false;
+  /** Era verdicts by config fingerprint (in the state dir when there is one). */
+  readonly #eras: EraCache;
 
   /**
    * Checks the options and does nothing else: no disk, no signal, no thread, no timer. The pool's
@@ -320,6 +327,7 @@ export class McpTransportPool {
     // No I/O here: the ledger makes its directory when it records its first group.
     const stateDir = typeof options.stateDir === 'string' ? options.stateDir : this.#reapLeftovers ? defaultStateDir() : undefined;
     this.#ledger = stateDir === undefined ? undefined : new GroupLedger(stateDir);
+    this.#eras = new EraCache(stateDir);
     this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
     this.#heartbeatIntervalMs = positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300);
   }
@@ -481,7 +489,7 @@ export class McpTransportPool {
     for (const entry of this.#entries.values()) {
       const server = (servers[entry.serverName] ??= { name: entry.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.entryCount += 1;
-      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status, ...placementFields(entry.placement) });
+      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status, ...placementFields(entry.placement), ...(entry.era ? { era: entry.era } : {}) });
       if (entry.budgetHeld) bySharing[entry.placement.sharing] += 1;
     }
     // A key past its restart intensity stays visible as failed until it is restarted.
@@ -694,6 +702,7 @@ export class McpTransportPool {
       restarting: undefined,
       pinging: false,
       generation: 0,
+      era: undefined,
     };
     this.#entries.set(id, entry);
     this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: entry.generation, status: 'spawning' });
@@ -711,6 +720,7 @@ export class McpTransportPool {
       shutdownStepMs: this.#options.shutdownStepMs,
       logLevel: actorLogLevel(this.#rootLogger, this.#logLevel),
       reconnect: config.transport === 'stdio' ? this.#reconnect.stdio : this.#reconnect.remote,
+      era: this.#eras.get(fingerprint(config))?.era,
     };
     const started = Date.now();
     // A replacement starts only once its predecessor's process tree is gone (bounded).
@@ -720,11 +730,14 @@ export class McpTransportPool {
       .then((result) => {
         seenGeneration(entry, result.snapshot.generation);
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
-        log.info({ pid: result.pid, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
+        entry.era = result.era ?? entry.era;
+        log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
       })
       .catch(async (error: unknown) => {
         const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
         entry.lastError = failure.toWire();
+        // The cached era may be what failed: the next spawn of this config probes again.
+        this.#eras.forget(fingerprint(config));
         this.#setStatus(entry, 'failed');
         this.#evict(entry);
         // The error goes to every waiter of this spawn; whoever acquired decides what to log.
@@ -874,6 +887,12 @@ export class McpTransportPool {
     }
     if (ev === 'reaped') {
       this.#ledger?.remove((data as ActorEvents['reaped']).pgid);
+      return;
+    }
+    if (ev === 'era') {
+      const { era, protocolVersion, probed } = data as ActorEvents['era'];
+      entry.era = era;
+      if (probed) this.#eras.set(fingerprint(entry.config), { era, protocolVersion });
       return;
     }
     if (ev === 'status') {

@@ -26,12 +26,29 @@ import {
 import { SessionFilter, type SessionFields } from './sessionFilter.js';
 
 export interface CallOptions {
-  /** Aborting sends `notifications/cancelled` upstream and rejects with `MCPOOL_CALL_CANCELLED`. */
+  /**
+   * Aborting ends the request upstream (`notifications/cancelled` on stdio and websocket, the
+   * request's stream closed on modern HTTP) and rejects with `MCPOOL_CALL_CANCELLED`.
+   */
   signal?: AbortSignal;
-  /** Per-call timeout. @default the pool's `callTimeoutMs` (60000) */
+  /**
+   * Per-call timeout: how long the call may go without an answer. Progress from the server
+   * (when `onProgress` is set) starts it again, up to `maxTotalTimeoutMs`.
+   * @default the pool's `callTimeoutMs` (60000)
+   */
   timeoutMs?: number;
+  /** The most a call may take from its start, however much progress it reports. @default timeoutMs × 10 */
+  maxTotalTimeoutMs?: number;
   /** Progress of this call only; asking for it sets a progress token upstream. */
   onProgress?: (progress: ProgressInfo) => void;
+  /**
+   * A modern server may answer `tools/call`, `prompts/get` or `resources/read` with
+   * `resultType: "input_required"` (it needs elicitation, sampling or roots first). Without this
+   * handler that result is returned as is (its `requestState` untouched), for the caller to
+   * retry. With it, the handler answers the input requests and the call is retried with its
+   * `inputResponses` and the server's `requestState`, byte for byte (at most 10 rounds).
+   */
+  onInputRequired?: (request: InputRequiredResult, signal: AbortSignal | undefined) => Promise<Record<string, unknown>>;
   /**
    * Notifications the server sent while this call was in flight and that can be blamed on it
    * (logging during a tool call): when no other session had a call in flight on the entry.
@@ -47,6 +64,17 @@ export interface CallOptions {
  * a JSON-RPC error (a PoolError's `data.mcpCode` sets its code).
  */
 export type ServerRequestHandler = (request: { method: string; params: Record<string, unknown> }, signal: AbortSignal) => Promise<Record<string, unknown>>;
+
+/** An `input_required` result of a modern server. */
+export interface InputRequiredResult {
+  resultType: 'input_required';
+  inputRequests: Record<string, { method: string; params?: Record<string, unknown> }>;
+  requestState?: string;
+  [field: string]: unknown;
+}
+
+/** How many input rounds one call may take before it fails (a server that keeps asking). */
+const MAX_INPUT_ROUNDS = 10;
 
 export type ConnectionStatus = 'connected' | 'disconnected' | 'failed' | 'released';
 
@@ -66,9 +94,6 @@ export interface PooledConnectionEvents {
 }
 
 export type PooledConnectionEvent = keyof PooledConnectionEvents;
-
-/** Extra time the view waits beyond a call's own timeout before it gives up on the actor. */
-const ACTOR_GRACE_MS = 2000;
 
 export interface PooledConnectionInit {
   id: ConnectionId;
@@ -187,7 +212,7 @@ export class PooledConnection {
     if (!this.#filter.allows(name)) {
       return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `tool '${name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, tool: name } }));
     }
-    return this.#call('callTool', { name, arguments: args, wantProgress: options.onProgress !== undefined }, options);
+    return this.#call('tools/call', { name, ...(args ? { arguments: args } : {}) }, options);
   }
 
   /** Gets a prompt; the same filter as tools applies. */
@@ -195,35 +220,39 @@ export class PooledConnection {
     if (!this.#filter.allows(name)) {
       return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `prompt '${name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, prompt: name } }));
     }
-    return this.#call('getPrompt', { name, arguments: args }, options);
+    return this.#call('prompts/get', { name, ...(args ? { arguments: args } : {}) }, options);
   }
 
   readResource(uri: string, options: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.#call('readResource', { uri }, options);
+    return this.#call('resources/read', { uri }, options);
   }
 
   /**
-   * Passes another request through to the server, result as received: `completion/complete`
-   * (refused for a prompt this session's filter hides), `logging/setLevel` (shared by every
-   * session of the entry), `ping`, `resources/templates/list`.
+   * Sends any request to the server as the JSON-RPC method it names, result as received:
+   * `completion/complete` (refused for a prompt this session's filter hides), `logging/setLevel`
+   * (shared by every session of the entry), `ping`, `resources/templates/list`, and the ones
+   * with their own method here (the same filter applies). The pool's own lifecycle methods
+   * (`initialize`, `server/discover`, `subscriptions/listen`) are refused.
    */
   request(method: string, params: Record<string, unknown> = {}, options: CallOptions = {}): Promise<Record<string, unknown>> {
     const ref = params.ref as { type?: unknown; name?: unknown } | undefined;
-    if (method === 'completion/complete' && ref?.type === 'ref/prompt' && typeof ref.name === 'string' && !this.#filter.allows(ref.name)) {
-      return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `prompt '${ref.name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, prompt: ref.name } }));
+    const name = method === 'completion/complete' && ref?.type === 'ref/prompt' ? ref.name : method === 'tools/call' || method === 'prompts/get' ? params.name : undefined;
+    if (typeof name === 'string' && !this.#filter.allows(name)) {
+      const what = method === 'tools/call' ? 'tool' : 'prompt';
+      return Promise.reject(new PoolError(ErrorCode.TOOL_NOT_ALLOWED, `${what} '${name}' of ${this.serverName} is not allowed for this session`, { data: { serverName: this.serverName, [what]: name } }));
     }
-    return this.#call('request', { method, params }, options);
+    return this.#call(method, params, options);
   }
 
   /** Subscribes this session to `resources/updated` for `uri` (refcounted upstream per entry). */
   async subscribeResource(uri: string): Promise<void> {
     if (this.#releaseError) throw this.#releaseError;
-    await this.#channel.request('subscribe', { uri }, { timeoutMs: this.#callTimeoutMs + ACTOR_GRACE_MS });
+    await this.#channel.request('subscribe', { uri });
   }
 
   async unsubscribeResource(uri: string): Promise<void> {
     if (this.#releaseError) throw this.#releaseError;
-    await this.#channel.request('unsubscribe', { uri }, { timeoutMs: this.#callTimeoutMs + ACTOR_GRACE_MS });
+    await this.#channel.request('unsubscribe', { uri });
   }
 
   /** Sets (or clears) who answers the server's sampling/elicitation/roots requests for this session. */
@@ -239,23 +268,47 @@ export class PooledConnection {
     return this.#serverRequestHandler(request, signal);
   }
 
-  #call(op: string, args: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
+  async #call(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
+    let result = await this.#send(method, params, options);
+    if (options.onInputRequired === undefined) return result;
+    // Each round is a new request (a new JSON-RPC id upstream) with the answers and the state.
+    for (let round = 0; round < MAX_INPUT_ROUNDS && result.resultType === 'input_required'; round++) {
+      const inputResponses = await options.onInputRequired(result as InputRequiredResult, options.signal);
+      const retry: Record<string, unknown> = { ...params, inputResponses };
+      if (result.requestState !== undefined) retry.requestState = result.requestState;
+      result = await this.#send(method, retry, options);
+    }
+    if (result.resultType === 'input_required') {
+      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `${this.serverName} still asked for input after ${MAX_INPUT_ROUNDS} rounds`, { data: { serverName: this.serverName } });
+    }
+    return result;
+  }
+
+  /**
+   * One request through the actor. The call's deadline is owned here and enforced once, by the
+   * actor (where progress arrives and the upstream cancel is sent): this side arms no second
+   * timer. A dead or stuck actor thread still ends the call (its port closes, or the
+   * supervisor's heartbeat ends the thread).
+   */
+  #send(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
     if (this.#releaseError) return Promise.reject(this.#releaseError);
     const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
     const clientGeneration = this.clientGeneration;
+    const body = options._meta ? { ...params, _meta: { ...(params._meta as Record<string, unknown> | undefined), ...options._meta } } : params;
     return this.#channel
       .request<Record<string, unknown>>(
-        op,
+        'request',
         {
-          ...args,
+          method,
+          params: body,
           timeoutMs,
+          ...(options.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: options.maxTotalTimeoutMs }),
+          ...(options.onProgress ? { wantProgress: true } : {}),
           ...(options.signal ? { cancellable: true } : {}),
           ...(options.onNotification ? { wantNotifications: true } : {}),
-          ...(options._meta ? { _meta: options._meta } : {}),
         },
         {
           signal: options.signal,
-          timeoutMs: timeoutMs + ACTOR_GRACE_MS,
           onProgress: options.onProgress || options.onNotification ? (data) => deliverCallEvent(data as CallEvent, options) : undefined,
         },
       )

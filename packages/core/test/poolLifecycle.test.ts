@@ -25,7 +25,7 @@ describe('sharing', () => {
     expect(pidsWithMarker(mark)).toEqual([pids[0]]);
     const server = pool.getSnapshot().servers.echo!;
     expect(server.entryCount).toBe(1);
-    expect(server.entrySummary).toEqual([{ entryIndex: 0, refs: 3, status: 'active', sharing: 'shared' }]);
+    expect(server.entrySummary).toEqual([{ entryIndex: 0, refs: 3, status: 'active', sharing: 'shared', era: 'legacy' }]);
     expect(new Set(views.map((view) => view.id)).size).toBe(1);
   });
 
@@ -92,7 +92,7 @@ describe('drain', () => {
     // 1. Two of three leave: the entry stays active, no drain began.
     await views[0]!.release();
     await pool.release(views[1]!.id, 's2');
-    expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }]);
+    expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' }]);
     expect(statuses).toEqual(['spawning', 'active']);
 
     // 2. The last one leaves: now it drains.
@@ -103,7 +103,7 @@ describe('drain', () => {
     // 3. Back within the grace: same process, active again.
     const again = await pool.acquire('echo', cfg, 's4');
     expect(pidFromResult(await again.callTool('pid'))).toBe(pid);
-    expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }]);
+    expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' }]);
   });
 
   it('after the grace the entry closes with its process, and the next acquire spawns anew', async () => {

@@ -126,6 +126,11 @@ describe('server messages', () => {
     await expect(a.request('completion/complete', { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'a' } })).rejects.toMatchObject({
       code: ErrorCode.TOOL_NOT_ALLOWED,
     });
-    await expect(b.request('tools/call', { name: 'x' })).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+    // Any MCP method passes through as itself, under the session's filter; the pool's own
+    // lifecycle methods are refused before they reach the server.
+    await expect(a.request('prompts/get', { name: 'test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_ALLOWED });
+    expect(await b.request('prompts/get', { name: 'test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } })).toHaveProperty('messages');
+    await expect(b.request('tools/call', { name: 'x' })).rejects.toMatchObject({ code: ErrorCode.UPSTREAM_ERROR });
+    await expect(b.request('initialize', {})).rejects.toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
   });
 });

@@ -68,5 +68,7 @@ export type {
   ViewClientInfo,
   ViewEvents,
   ViewOps,
+  ViewClientInfo,
+  ViewRequestArgs,
   ViewServerOps,
 } from './messages.js';

@@ -34,6 +34,12 @@ export interface ActorStartArgs {
    * @default stdio: 3 tries, the first at once, then 500 ms apart; remote: 5 tries, 1 s doubling to 16 s
    */
   reconnect?: { attempts: number; initialDelayMs: number; maxDelayMs: number; factor: number; firstDelayMs?: number | undefined } | undefined;
+  /** The era a cached verdict names for this config (skips the probe for legacy); absent → probe. */
+  era?: 'legacy' | 'modern' | undefined;
+  /** How long the era probe waits for `server/discover` before it counts the server as legacy. @default a third of `spawnTimeoutMs`, 1–10 s */
+  probeTimeoutMs?: number | undefined;
+  /** The pool's client declaration: modern `_meta` for views that declare none. */
+  client?: ViewClientInfo | undefined;
 }
 
 export interface ActorStartResult {
@@ -97,21 +103,31 @@ export interface ActorEvents {
   connection: ViewEvents['status'];
   /** The actor is closed and its child is gone; the worker exits next. */
   closed: { reason: string };
+  /** A connection settled its era; `probed` when it came from a probe (a fresh verdict to cache). */
+  era: { era: 'legacy' | 'modern'; protocolVersion: string; probed: boolean };
 }
 
-/** Arguments of a tool call from a view. */
-export interface CallToolArgs {
-  name: string;
-  arguments?: Record<string, unknown> | undefined;
+/**
+ * A request from a view, forwarded upstream as the JSON-RPC method it names. The deadline is the
+ * caller's: the actor arms one timer with `timeoutMs`, progress re-arms it, never past
+ * `maxTotalTimeoutMs` from the start.
+ */
+export interface ViewRequestArgs {
+  method: string;
+  params?: Record<string, unknown> | undefined;
   timeoutMs?: number | undefined;
+  /** @default timeoutMs × 10 */
+  maxTotalTimeoutMs?: number | undefined;
   /** Ask the server for progress (sets a progress token upstream). */
   wantProgress?: boolean | undefined;
   /** The caller may cancel: the actor then ties the upstream request to the view's cancel. */
   cancellable?: boolean | undefined;
   /** The caller listens for notifications attributed to this call (logging during it). */
   wantNotifications?: boolean | undefined;
-  _meta?: Record<string, unknown> | undefined;
 }
+
+/** @deprecated A view sends {@link ViewRequestArgs} with method `tools/call`. */
+export type CallToolArgs = ViewRequestArgs;
 
 /** A notification from the server, passed on as received. */
 export interface UpstreamNotification {
@@ -124,14 +140,11 @@ export type CallEvent = ({ kind: 'progress' } & ProgressInfo) | { kind: 'notific
 
 /** Requests a view sends to its actor. */
 export interface ViewOps {
-  callTool: { args: CallToolArgs; result: Record<string, unknown> };
-  /** Pass-through of `completion/complete`, `logging/setLevel`, `ping`, `resources/templates/list`. */
-  request: { args: { method: string; params?: Record<string, unknown>; timeoutMs?: number | undefined }; result: Record<string, unknown> };
-  /** Refcounted upstream per entry; replayed after a reconnect. */
+  /** Any MCP request, forwarded as is; the result comes back as the server sent it. */
+  request: { args: ViewRequestArgs; result: Record<string, unknown> };
+  /** Refcounted upstream per entry; replayed after a reconnect (modern: part of the listen filter). */
   subscribe: { args: { uri: string }; result: void };
   unsubscribe: { args: { uri: string }; result: void };
-  getPrompt: { args: { name: string; arguments?: Record<string, string> | undefined; timeoutMs?: number | undefined }; result: Record<string, unknown> };
-  readResource: { args: { uri: string; timeoutMs?: number | undefined }; result: Record<string, unknown> };
 }
 
 /** Progress payload of a call, as the server sent it. */

@@ -14,6 +14,10 @@
  */
 import { ErrorCode, PoolError, errorFromWire, errorToWire, type WireError } from './errors.js';
 
+// Actor threads import the channel and the error types from here (`@mcpool/protocol/rpc`)
+// rather than from the package root, which also loads the config schema and its validator.
+export { ErrorCode, MCPCallInterruptedError, PoolError, errorFromWire, errorToWire } from './errors.js';
+
 /** What both `MessagePort`, `Worker` and `parentPort` offer. */
 export interface RpcPort {
   postMessage(message: unknown, transferList?: readonly Transferable[]): void;

@@ -9,16 +9,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonRpcMessage, UpstreamTransport } from './upstreamTransport.js';
 
 export interface ProcessGroupStdioOptions {
   command: string;
   args?: string[] | undefined;
   cwd?: string | undefined;
-  /** Merged over the SDK's minimal default environment (HOME, PATH, …), as the SDK does. */
+  /** Merged over a minimal default environment (HOME, LOGNAME, PATH, SHELL, TERM, USER; Windows: its own set). */
   env?: Record<string, string> | undefined;
   /** Budget of each shutdown step (stdin end, SIGTERM), in ms. @default 2000 */
   shutdownStepMs?: number | undefined;
@@ -39,13 +36,74 @@ export class TransportLostError extends Error {
 /** How much of the child's stderr is kept for error messages. */
 const STDERR_TAIL_BYTES = 4096;
 
-export class ProcessGroupStdioTransport implements Transport {
+/**
+ * The variables a child inherits when its config does not set them: the ones sudo keeps by
+ * default (and the Windows equivalents). The rest of our own environment (tokens, keys) stays
+ * ours; a config passes what a server needs in `env`.
+ */
+const INHERITED_ENV =
+  process.platform === 'win32'
+    ? ['APPDATA', 'HOMEDRIVE', 'HOMEPATH', 'LOCALAPPDATA', 'PATH', 'PROCESSOR_ARCHITECTURE', 'SYSTEMDRIVE', 'SYSTEMROOT', 'TEMP', 'USERNAME', 'USERPROFILE', 'PROGRAMFILES']
+    : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER'];
+
+export function defaultEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of INHERITED_ENV) {
+    const value = process.env[key];
+    // A value starting with `()` is an exported shell function: never passed on.
+    if (value !== undefined && !value.startsWith('()')) env[key] = value;
+  }
+  return env;
+}
+
+/**
+ * Newline-delimited JSON-RPC, as the stdio transport defines it: one message per line, no
+ * embedded newlines (JSON.stringify escapes them), an optional `\r` before the `\n` tolerated.
+ * Chunks are kept as buffers until a newline arrives, so a multi-byte character split across
+ * chunks decodes whole.
+ */
+export class LineReader {
+  #chunks: Buffer[] = [];
+  #pending = 0;
+
+  append(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#pending += chunk.length;
+  }
+
+  /** The next complete line (without its terminator), or undefined until one arrived. */
+  next(): string | undefined {
+    if (this.#pending === 0) return undefined;
+    let buffer = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#pending);
+    const end = buffer.indexOf(0x0a);
+    if (end === -1) {
+      this.#chunks = [buffer];
+      return undefined;
+    }
+    const line = buffer.toString('utf8', 0, end > 0 && buffer[end - 1] === 0x0d ? end - 1 : end);
+    buffer = buffer.subarray(end + 1);
+    this.#chunks = buffer.length > 0 ? [buffer] : [];
+    this.#pending = buffer.length;
+    return line;
+  }
+}
+
+/** Parses one line as a JSON-RPC message; throws on anything else (a banner printed to stdout). */
+export function parseJsonRpcLine(line: string): JsonRpcMessage {
+  const message = JSON.parse(line) as unknown;
+  if (typeof message !== 'object' || message === null || Array.isArray(message) || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+    throw new TypeError(`not a JSON-RPC message: ${line.slice(0, 200)}`);
+  }
+  return message as JsonRpcMessage;
+}
+
+export class ProcessGroupStdioTransport implements UpstreamTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
-  onmessage?: (message: JSONRPCMessage) => void;
+  onmessage?: (message: JsonRpcMessage) => void;
 
   readonly #options: ProcessGroupStdioOptions;
-  readonly #readBuffer = new ReadBuffer();
+  readonly #reader = new LineReader();
   #child: ChildProcess | undefined;
   #exited = false;
   #exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -81,7 +139,7 @@ export class ProcessGroupStdioTransport implements Transport {
     const { command, args = [], cwd, env } = this.#options;
     const child = spawn(command, args, {
       cwd,
-      env: { ...getDefaultEnvironment(), ...env },
+      env: { ...defaultEnvironment(), ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
       shell: false,
       // Its own process group: kill(-pgid) reaches every descendant that did not leave the group.
@@ -98,8 +156,8 @@ export class ProcessGroupStdioTransport implements Transport {
       setTimeout(() => this.#notifyClose(), 50).unref();
     });
     child.on('close', () => this.#notifyClose());
-    child.stdout.on('data', (chunk: Buffer) => {
-      this.#readBuffer.append(chunk);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      this.#reader.append(chunk);
       this.#drainReadBuffer();
     });
     child.stdout.on('error', (error) => this.onerror?.(error));
@@ -138,36 +196,34 @@ export class ProcessGroupStdioTransport implements Transport {
   #drainReadBuffer(): void {
     if (this.#delivering) return;
     this.#delivering = true;
-    void this.#deliver().finally(() => {
-      this.#delivering = false;
-    });
-  }
-
-  async #deliver(): Promise<void> {
-    for (let i = 0; i < 1_000_000; i++) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.#readBuffer.readMessage();
-      } catch (error) {
-        // A line that is not JSON-RPC (a banner on stdout): report and keep reading, as the SDK does.
-        this.onerror?.(error as Error);
-        continue;
+    try {
+      // Messages are delivered in order, synchronously: a progress notification read in the same
+      // chunk as its response reaches its handler before the response settles the request.
+      for (let i = 0; i < 1_000_000; i++) {
+        const line = this.#reader.next();
+        if (line === undefined) return;
+        if (line.trim().length === 0) continue;
+        let message: JsonRpcMessage;
+        try {
+          message = parseJsonRpcLine(line);
+        } catch (error) {
+          // A line that is not JSON-RPC (a banner on stdout): report and keep reading.
+          this.onerror?.(error as Error);
+          continue;
+        }
+        this.onmessage?.(message);
       }
-      if (message === null) return;
-      this.onmessage?.(message);
-      // The SDK runs notification handlers one microtask late but settles responses at once, so a
-      // progress notification read in the same chunk as its response would find its handler gone.
-      // Let the notification's handler run before the next message is delivered.
-      if (!('id' in message)) await Promise.resolve();
+    } finally {
+      this.#delivering = false;
     }
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
+  async send(message: JsonRpcMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (stdin === undefined || stdin === null || this.#exited || stdin.destroyed) {
       throw new TransportLostError('the server process is not running');
     }
-    const line = serializeMessage(message);
+    const line = `${JSON.stringify(message)}\n`;
     try {
       if (!stdin.write(line)) await once(stdin, 'drain');
     } catch (error) {
@@ -232,7 +288,7 @@ export class ProcessGroupStdioTransport implements Transport {
 
   #notifyClose(force = false): void {
     if (this.#closeNotified) return;
-    // Reported once, to the SDK's Protocol, which rejects its pending requests on it.
+    // Reported once, to the client, which rejects its pending requests on it.
     if (!this.#exited && !force) return;
     this.#closeNotified = true;
     this.onclose?.();

@@ -6,13 +6,12 @@
  * we define (reference/mcp-spec-facts.md §7.6): the `ws` package, subprotocol `mcp`, one JSON-RPC
  * message per text frame, the configured headers sent on the upgrade request.
  *
- * This file knows frames and socket lifecycle only; MCP semantics live in the SDK client.
+ * This file knows frames and socket lifecycle only; MCP semantics live in the actor's client.
  */
 import WebSocket from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { TransportLostError } from './processGroupStdioTransport.js';
+import { TransportLostError, parseJsonRpcLine } from './processGroupStdioTransport.js';
+import type { JsonRpcMessage, UpstreamTransport } from './upstreamTransport.js';
 
 export interface WebSocketTransportOptions {
   /** ws:// or wss:// endpoint. */
@@ -43,10 +42,10 @@ export class WebSocketConnectError extends Error {
 const CLOSE_GRACE_MS = 1000;
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
 
-export class WebSocketTransport implements Transport {
+export class WebSocketTransport implements UpstreamTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
-  onmessage?: (message: JSONRPCMessage) => void;
+  onmessage?: (message: JsonRpcMessage) => void;
 
   readonly #options: WebSocketTransportOptions;
   /** The url without userinfo, query or fragment: safe for messages and logs. */
@@ -160,9 +159,9 @@ export class WebSocketTransport implements Transport {
       return;
     }
     const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('utf8');
-    let message: JSONRPCMessage;
+    let message: JsonRpcMessage;
     try {
-      message = JSONRPCMessageSchema.parse(JSON.parse(text));
+      message = parseJsonRpcLine(text);
     } catch (error) {
       // Not JSON, or not JSON-RPC: report it and go on with the next frame, as the SDK's transports do.
       const reason = error instanceof SyntaxError ? 'not JSON' : 'not a JSON-RPC message';
@@ -172,7 +171,7 @@ export class WebSocketTransport implements Transport {
     this.onmessage?.(message);
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
+  async send(message: JsonRpcMessage): Promise<void> {
     const socket = this.#socket;
     if (socket === undefined || !this.#opened) throw new TransportLostError(`websocket ${this.#displayUrl} is not connected`);
     if (this.#closeRequested || socket.readyState !== WebSocket.OPEN) {

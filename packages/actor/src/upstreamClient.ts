@@ -1,0 +1,303 @@
+/**
+ * The actor's JSON-RPC client of one upstream server: it sends the method a view asked for,
+ * correlates the answer by id and hands the result back as parsed by the transport (once, every
+ * field kept). No schema validation and no MCP method knowledge beyond what correlation needs:
+ * progress (`notifications/progress` by token), cancellation (`notifications/cancelled`, or an
+ * aborted HTTP request where the transport ends the request's stream) and `ping` from a legacy
+ * server, which the client itself answers.
+ *
+ * Deadlines: each request has one timer, armed here with the value the caller chose. Progress
+ * for the request re-arms it, but never past `maxTotalTimeoutMs` from the start.
+ */
+import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
+import type { JsonRpcMessage, UpstreamTransport } from './transports/upstreamTransport.js';
+
+/** A JSON-RPC error answer from the server. */
+export class UpstreamRpcError extends Error {
+  override name = 'UpstreamRpcError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** The connection ended while the request was in flight: its result is unknown. */
+export class UpstreamClosedError extends Error {
+  override name = 'UpstreamClosedError';
+}
+
+export interface ProgressPayload {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export interface UpstreamRequestOptions {
+  /** Time without an answer (or progress, when `onProgress` is set) before the request fails. */
+  timeoutMs: number;
+  /** Upper bound from the start however much progress arrives. @default timeoutMs × 10 */
+  maxTotalTimeoutMs?: number | undefined;
+  /** Sets a progress token upstream; each progress notification for it lands here. */
+  onProgress?: ((progress: ProgressPayload) => void) | undefined;
+  signal?: AbortSignal | undefined;
+  /**
+   * Tell the server when the timeout gives up on the request. @default true. The era probe
+   * turns it off: a server that was only slow to start still reads the probe first and settles
+   * its era on it, and its late answer is simply dropped.
+   */
+  cancelOnTimeout?: boolean | undefined;
+}
+
+export interface UpstreamClientHooks {
+  /** A request the server sent (sampling, elicitation, roots). Its result or error goes back as is. */
+  request(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  /** Every notification the client does not consume itself (progress and cancellation are its own). */
+  notification(method: string, params: Record<string, unknown> | undefined): void;
+}
+
+interface Pending {
+  method: string;
+  resolve(result: Record<string, unknown>): void;
+  reject(error: Error): void;
+  onProgress: ((progress: ProgressPayload) => void) | undefined;
+  rearm: (() => void) | undefined;
+}
+
+export interface UpstreamClientOptions {
+  /**
+   * How a cancelled request is ended upstream: `'notification'` sends `notifications/cancelled`
+   * (stdio, websocket, a legacy HTTP session); `'signal'` aborts the send (a modern HTTP
+   * transport closes that request's stream).
+   */
+  cancelBy: 'notification' | 'signal';
+}
+
+export class UpstreamClient {
+  readonly #transport: UpstreamTransport;
+  readonly #pending = new Map<number, Pending>();
+  /** Requests the server sent us and we are answering, by their id (the server may cancel them). */
+  readonly #incoming = new Map<string | number, AbortController>();
+  readonly #closeListeners = new Set<(error: Error | undefined) => void>();
+  #hooks: UpstreamClientHooks | undefined;
+  #options: UpstreamClientOptions;
+  #nextId = 1;
+  #closed = false;
+  #lastError: Error | undefined;
+
+  constructor(transport: UpstreamTransport, options: UpstreamClientOptions) {
+    this.#transport = transport;
+    this.#options = options;
+    transport.onmessage = (message) => this.#onMessage(message);
+    transport.onerror = (error) => {
+      this.#lastError = error;
+    };
+    transport.onclose = () => this.#onClose();
+  }
+
+  get transport(): UpstreamTransport {
+    return this.#transport;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The last error the transport reported (the reason of a close, a skipped stdout banner). */
+  get lastError(): Error | undefined {
+    return this.#lastError;
+  }
+
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  setHooks(hooks: UpstreamClientHooks): void {
+    this.#hooks = hooks;
+  }
+
+  setCancelBy(cancelBy: UpstreamClientOptions['cancelBy']): void {
+    this.#options = { ...this.#options, cancelBy };
+  }
+
+  /** Runs once when the transport closes (at once if it has). */
+  onClose(listener: (error: Error | undefined) => void): () => void {
+    if (this.#closed) {
+      queueMicrotask(() => listener(this.#lastError));
+      return () => undefined;
+    }
+    this.#closeListeners.add(listener);
+    return () => this.#closeListeners.delete(listener);
+  }
+
+  start(): Promise<void> {
+    return this.#transport.start();
+  }
+
+  /** Sends a notification; a failed write rejects (the close path reports the loss). */
+  notify(method: string, params?: Record<string, unknown>): Promise<void> {
+    return this.#transport.send({ jsonrpc: '2.0', method, ...(params ? { params } : {}) });
+  }
+
+  /** Sends a request and resolves with its result, as the server sent it. */
+  request(method: string, params: Record<string, unknown> | undefined, options: UpstreamRequestOptions): Promise<Record<string, unknown>> {
+    if (this.#closed) return Promise.reject(new UpstreamClosedError('the connection is closed'));
+    const { signal, onProgress } = options;
+    if (signal?.aborted) return Promise.reject(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'));
+    const id = this.#nextId++;
+    let body = params;
+    if (onProgress !== undefined) body = { ...params, _meta: { ...(params?._meta as Record<string, unknown> | undefined), progressToken: id } };
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timeoutMs = options.timeoutMs;
+      const maxTotal = options.maxTotalTimeoutMs ?? timeoutMs * 10;
+      const startedAt = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const abortController = this.#options.cancelBy === 'signal' ? new AbortController() : undefined;
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#pending.delete(id);
+      };
+      const giveUp = (error: PoolError, reason: string, timedOut = false): void => {
+        if (!this.#pending.has(id)) return;
+        done();
+        reject(error);
+        if (timedOut && options.cancelOnTimeout === false) return;
+        if (abortController !== undefined) abortController.abort(error);
+        else void this.notify('notifications/cancelled', { requestId: id, reason }).catch(() => undefined);
+      };
+      const arm = (ms: number, total: boolean): void => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          const message = total ? `the call ran past its total bound of ${maxTotal} ms` : `the call timed out after ${timeoutMs} ms`;
+          giveUp(new PoolError(ErrorCode.CALL_TIMEOUT, message, { data: { timeoutMs, ...(total ? { maxTotalTimeoutMs: maxTotal } : {}) } }), message, true);
+        }, ms);
+      };
+      const onAbort = (): void => giveUp(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'), 'cancelled by the caller');
+      const rearm =
+        onProgress === undefined
+          ? undefined
+          : (): void => {
+              const left = startedAt + maxTotal - Date.now();
+              if (left <= timeoutMs) arm(Math.max(0, left), true);
+              else arm(timeoutMs, false);
+            };
+      this.#pending.set(id, {
+        method,
+        resolve: (result) => {
+          done();
+          resolve(result);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+        onProgress,
+        rearm,
+      });
+      if (maxTotal <= timeoutMs) arm(maxTotal, true);
+      else arm(timeoutMs, false);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, ...(body ? { params: body } : {}) };
+      this.#transport.send(message, abortController ? { signal: abortController.signal } : undefined).catch((error: unknown) => {
+        const pending = this.#pending.get(id);
+        if (pending === undefined) return;
+        pending.reject(error instanceof Error ? error : new Error(String(error)));
+      });
+    });
+  }
+
+  /** Closes the transport; pending requests reject when it reports the close. */
+  async close(): Promise<void> {
+    await this.#transport.close().catch(() => undefined);
+    this.#onClose();
+  }
+
+  #onMessage(message: JsonRpcMessage): void {
+    const { id, method } = message;
+    if (method === undefined) {
+      // A response: ids we send are numbers; a server that echoes them as strings still matches.
+      const pending = typeof id === 'number' ? this.#pending.get(id) : typeof id === 'string' ? this.#pending.get(Number(id)) : undefined;
+      if (pending === undefined) return;
+      if (message.error !== undefined) {
+        const { code, message: text, data } = message.error;
+        pending.reject(new UpstreamRpcError(typeof code === 'number' ? code : -32603, typeof text === 'string' ? text : 'error', data));
+      } else {
+        pending.resolve((message.result ?? {}) as Record<string, unknown>);
+      }
+      return;
+    }
+    if (id !== undefined && id !== null) {
+      void this.#answer(id, method, message.params ?? {});
+      return;
+    }
+    const params = message.params;
+    if (method === 'notifications/progress') {
+      const token = params?.progressToken;
+      const pending = typeof token === 'number' ? this.#pending.get(token) : typeof token === 'string' ? this.#pending.get(Number(token)) : undefined;
+      if (pending?.onProgress === undefined) return;
+      pending.rearm?.();
+      const { progress, total, message: text } = params as { progress: number; total?: number; message?: string };
+      pending.onProgress({ progress, ...(total === undefined ? {} : { total }), ...(text === undefined ? {} : { message: text }) });
+      return;
+    }
+    if (method === 'notifications/cancelled') {
+      const requestId = params?.requestId as string | number | undefined;
+      if (requestId !== undefined && this.#incoming.has(requestId)) {
+        this.#incoming.get(requestId)!.abort(new PoolError(ErrorCode.CALL_CANCELLED, 'the server cancelled its request'));
+        return;
+      }
+    }
+    this.#hooks?.notification(method, params);
+  }
+
+  async #answer(id: string | number, method: string, params: Record<string, unknown>): Promise<void> {
+    let reply: JsonRpcMessage;
+    if (method === 'ping') {
+      reply = { jsonrpc: '2.0', id, result: {} };
+    } else if (this.#hooks === undefined) {
+      reply = { jsonrpc: '2.0', id, error: { code: -32601, message: `mcpool does not handle ${method} yet` } };
+    } else {
+      const controller = new AbortController();
+      this.#incoming.set(id, controller);
+      try {
+        reply = { jsonrpc: '2.0', id, result: await this.#hooks.request(method, params, controller.signal) };
+      } catch (error) {
+        const rpc = toRpcError(error);
+        reply = { jsonrpc: '2.0', id, error: rpc };
+      } finally {
+        this.#incoming.delete(id);
+      }
+      if (controller.signal.aborted) return;
+    }
+    await this.#transport.send(reply).catch(() => undefined);
+  }
+
+  #onClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const error = new UpstreamClosedError(this.#lastError ? `the connection closed: ${this.#lastError.message}` : 'the connection closed');
+    for (const pending of [...this.#pending.values()]) pending.reject(error);
+    for (const controller of this.#incoming.values()) controller.abort(error);
+    for (const listener of [...this.#closeListeners]) {
+      try {
+        listener(this.#lastError);
+      } catch {
+        // one listener's failure must not stop the others
+      }
+    }
+    this.#closeListeners.clear();
+  }
+}
+
+/** A thrown error as a JSON-RPC error object: `data.mcpCode` of a PoolError sets the code. */
+function toRpcError(error: unknown): { code: number; message: string; data?: unknown } {
+  if (error instanceof UpstreamRpcError) return { code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) };
+  if (error instanceof PoolError) {
+    const code = typeof error.data?.mcpCode === 'number' ? error.data.mcpCode : -32603;
+    return { code, message: error.message, ...(error.data?.mcpData === undefined ? {} : { data: error.data.mcpData }) };
+  }
+  return { code: -32603, message: (error as Error)?.message ?? String(error) };
+}
