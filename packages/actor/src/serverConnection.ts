@@ -513,20 +513,25 @@ async function initialize(client: UpstreamClient, options: OpenConnectionOptions
 }
 
 /**
- * Remote servers. Until mcpool's own HTTP transports land, the SDK's client transports carry the
- * bytes behind a small adapter (loaded only for remote configs, so a stdio actor never imports
- * the SDK). Streamable HTTP first; on 400/404/405 fall back to legacy HTTP+SSE (spec 2025-11-25).
+ * Remote servers, over mcpool's own HTTP transports (no SDK in the actor thread). Streamable
+ * HTTP settles its era like stdio (the probe reads a 400's body; 401/403 are auth, never era
+ * evidence); a modern connection cancels a call by closing its request's stream. A server that
+ * refuses Streamable HTTP outright (400/404/405 on `initialize`) gets the 2024-11-05 HTTP+SSE
+ * transport, as the 2025-11-25 spec's backwards-compatibility rule says.
  */
 async function openRemote(options: OpenConnectionOptions, track: (client: UpstreamClient) => void): Promise<{ client: UpstreamClient; info: OpenedInfo; probed: boolean }> {
   const { config, logger } = options;
-  const { sdkHttpTransport, sdkSseTransport } = await import('./transports/sdkHttpAdapter.js');
   const url = new URL((config.transport === 'http' ? config.httpUrl ?? config.url : config.url ?? config.httpUrl)!);
   if (config.transport === 'http') {
-    const client = new UpstreamClient(await sdkHttpTransport(url, config.headers), { cancelBy: 'notification' });
+    const { StreamableHttpTransport } = await import('./transports/streamableHttpTransport.js');
+    const transport = new StreamableHttpTransport({ url, headers: config.headers });
+    const client = new UpstreamClient(transport, { cancelBy: 'notification' });
     track(client);
     try {
       await client.start();
-      return { client, info: await initialize(client, options), probed: false };
+      const opened = await settleEra(client, options, transport);
+      if (opened.info.era === 'modern') client.setCancelBy('signal');
+      return opened;
     } catch (error) {
       await client.close();
       const status = error instanceof UpstreamHttpError ? error.status : undefined;
@@ -534,7 +539,8 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
       logger.info({ status }, 'Streamable HTTP refused; falling back to legacy SSE');
     }
   }
-  const client = new UpstreamClient(await sdkSseTransport(url, config.headers), { cancelBy: 'notification' });
+  const { LegacySseTransport } = await import('./transports/legacySseTransport.js');
+  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers }), { cancelBy: 'notification' });
   track(client);
   await client.start();
   return { client, info: await initialize(client, options), probed: false };

@@ -661,11 +661,11 @@ export class McpTransportPool {
   }
 
   /**
-   * The protocol era known for a fingerprint. Nothing records eras yet, so this answers
-   * `undefined` ("not known"), and a default that depends on it must take its safe branch.
+   * The protocol era last settled for a fingerprint (the era cache), or `undefined` before any
+   * connection of that config settled one: a default that depends on it takes its safe branch.
    */
-  #eraOf(_fingerprint: string): 'legacy' | 'modern' | undefined {
-    return undefined;
+  #eraOf(fp: string): 'legacy' | 'modern' | undefined {
+    return this.#eras.get(fp)?.era;
   }
 
   /** A salted digest of a principal or session: collision-free as a key part, opaque as a label. */

@@ -68,7 +68,6 @@ export type {
   ViewClientInfo,
   ViewEvents,
   ViewOps,
-  ViewClientInfo,
   ViewRequestArgs,
   ViewServerOps,
 } from './messages.js';
