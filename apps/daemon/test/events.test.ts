@@ -2,7 +2,7 @@
  * The event hub's replay for Last-Event-ID: exact when it can be, `events_lost` when it cannot.
  */
 import { describe, expect, it } from 'vitest';
-import { EventHub } from '@mcpool/daemon';
+import { EventHub } from 'mcpool';
 
 const closed = (sessionId: string) => ({ type: 'session_closed' as const, sessionId });
 

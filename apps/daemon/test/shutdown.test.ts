@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionInfo } from '@mcpool/client';
-import { WARM_SESSION_ID } from '@mcpool/daemon';
+import { WARM_SESSION_ID } from 'mcpool';
 import { fixtureConfig, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 

@@ -1,7 +1,7 @@
 /**
- * Everything here is public: the typed client of the mcpool daemon's REST control API and its
- * event stream. It runs on `fetch` alone — no Node-only import anywhere under this entry (a test
- * guards it) — so a browser or an IDE webview can load it.
+ * The public API of `@mcpool/client` (a test pins the list): the typed client of the mcpool
+ * daemon's REST control API and its event stream. It runs on `fetch` alone — no Node-only import
+ * anywhere under this entry (a test guards it) — so a browser or an IDE webview can load it.
  */
 export { McpoolClient, isRestartEntries } from './client.js';
 export type { EventStream, EventStreamOptions, McpoolClientOptions, RequestOptions } from './client.js';
@@ -13,8 +13,6 @@ export {
   reduceSessionViewStates,
 } from './budget.js';
 export type { DaemonSessionViewState } from './budget.js';
-export { SseParser } from './sse.js';
-export type { SseMessage } from './sse.js';
 export type {
   BudgetGuardrailEvent,
   BudgetMode,
@@ -28,6 +26,7 @@ export type {
   DaemonEventPayload,
   DaemonEventType,
   EntryDisconnectedEvent,
+  EntryEventBase,
   EntryFailedEvent,
   EntryReconnectedEvent,
   EntryStatus,

@@ -79,7 +79,16 @@ export interface McpTransportPoolOptions {
   stateDir?: string | false;
 }
 
-export type ReconnectPolicy = NonNullable<ActorStartArgs['reconnect']>;
+/** Reconnect backoff after a transport loss: the n-th try waits `initialDelayMs × factor^(n-1)`, at most `maxDelayMs`. */
+export interface ReconnectPolicy {
+  /** Tries before the entry is given up as failed. */
+  attempts: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  factor: number;
+  /** The wait before the first try, when it differs. @default initialDelayMs */
+  firstDelayMs?: number | undefined;
+}
 
 /** One entry's outcome of `restartByName`. */
 export interface RestartResult {

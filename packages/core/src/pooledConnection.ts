@@ -103,6 +103,7 @@ export class PooledConnection {
   #releasing: Promise<void> | undefined;
   #serverRequestHandler: ServerRequestHandler | undefined;
 
+  /** @internal Views are made by the pool: `McpTransportPool.acquire` is the way to get one. */
   constructor(init: PooledConnectionInit) {
     this.id = init.id;
     this.serverName = init.serverName;

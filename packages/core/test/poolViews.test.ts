@@ -4,7 +4,9 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { MessageChannel } from 'node:worker_threads';
-import { ErrorCode, McpTransportPool, PooledConnection, type ServerSnapshot } from '@mcpool/core';
+import { ErrorCode, McpTransportPool, type ServerSnapshot } from '@mcpool/core';
+// Not public (a view is made by the pool): this test drives one over a hand-held channel.
+import { PooledConnection } from '../src/pooledConnection.js';
 import { fixtureConfig, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { usePools } from '../../../test/helpers/pools.js';
 

@@ -10,7 +10,7 @@ export {
   parseServersDocument,
   serverConfigSchema,
 } from './config.js';
-export type { ConfigWarning, OAuthConfig, ServerConfig, TransportKind } from './config.js';
+export type { ConfigErrorData, ConfigIssue, ConfigWarning, OAuthConfig, ServerConfig, TransportKind } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
@@ -32,6 +32,7 @@ export type {
   ChildRefusedBatchEvent,
   DisconnectReason,
   EntryEvent,
+  EntryEventBase,
   EntryStatus,
   PoolEvent,
   PoolEventType,
