@@ -168,9 +168,10 @@ const client = new McpoolClient({ baseUrl: process.env.BASE_URL, token: process.
 const health = await client.health();
 const workspace = await client.getWorkspaceMcp();
 
-const pool = new McpTransportPool({ stateDir: false });
+// Generous: a cold start on a loaded machine is slow, and speed is not what this checks.
+const pool = new McpTransportPool({ stateDir: false, spawnTimeoutMs: 120000 });
 const demo = await pool.acquire('demo', { command: process.execPath, args: [process.env.DEMO] }, 'script');
-const result = await demo.callTool('add', { a: 2, b: 3 });
+const result = await demo.callTool('add', { a: 2, b: 3 }, { timeoutMs: 60000 });
 await demo.release();
 const drained = await pool.drainAll();
 console.log(JSON.stringify({
@@ -186,7 +187,7 @@ console.log(JSON.stringify({
     const script = await run(process.execPath, ['use.mjs'], {
       cwd: project,
       env: { ...env, BASE_URL: baseUrl, TOKEN: token, DEMO: demoServer },
-      timeout: 120_000,
+      timeout: 240_000,
     });
     const used = JSON.parse(script.stdout.trim().split('\n').at(-1)!) as {
       health: unknown;
@@ -211,5 +212,5 @@ console.log(JSON.stringify({
     expect(end, output).toEqual({ code: 0, signal: null });
     // Nothing started from the project is left: not the daemon's demo server, not the script's.
     await expectNoSurvivors(project);
-  }, 300_000);
+  }, 480_000);
 });
