@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@mcpool/protocol';
-import { TokenRegistry, ensureOperatorToken } from '@mcpool/daemon';
+import { TokenRegistry, ensureOperatorToken } from 'mcpool';
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -8,7 +8,7 @@ import { vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { createLogger, SecretRedactor } from '@mcpool/daemon';
+import { createLogger, SecretRedactor } from 'mcpool';
 import { Bridge, type BridgeOptions, type TokenSource } from '../dist/bridge/bridge.js';
 import { memoryDestination } from './helpers.js';
 

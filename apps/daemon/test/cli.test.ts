@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main, startDaemon, type RunningDaemon } from '@mcpool/daemon';
+import { main, startDaemon, type RunningDaemon } from 'mcpool';
 import { fixtureConfig, killMarked, marker } from '../../../test/helpers/processes.js';
 import { memoryDestination } from './helpers.js';
 

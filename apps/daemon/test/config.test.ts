@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@mcpool/protocol';
-import { DEFAULT_SETTINGS, DEMO_SERVER_PATH, defaultStateDir, discoverConfig, loadConfig, resolveSettings, userConfigFile } from '@mcpool/daemon';
+import { DEFAULT_SETTINGS, DEMO_SERVER_PATH, defaultStateDir, discoverConfig, loadConfig, resolveSettings, userConfigFile } from 'mcpool';
 
 const dirs: string[] = [];
 function tempDir(): string {

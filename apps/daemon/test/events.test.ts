@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { DaemonEventPayload } from '@mcpool/client';
 import { McpTransportPool, type PoolEvent } from '@mcpool/core';
 import type { EntryEvent } from '@mcpool/protocol';
-import { EventHub } from '@mcpool/daemon';
+import { EventHub } from 'mcpool';
 import { fixtureConfig, killMarked, marker } from '../../../test/helpers/processes.js';
 import { harness } from './helpers.js';
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@mcpool/protocol';
-import { DEFAULT_SETTINGS, OPERATOR_ID, resolveSettings, type DaemonSettings, type Principal } from '@mcpool/daemon';
+import { DEFAULT_SETTINGS, OPERATOR_ID, resolveSettings, type DaemonSettings, type Principal } from 'mcpool';
 import { accessOf, ANONYMOUS_ID } from '../src/gateway/access.js';
 import { UpstreamLogLevels, passes } from '../src/gateway/logLevels.js';
 import { qualify, splitQualified, templateMatches } from '../src/gateway/naming.js';

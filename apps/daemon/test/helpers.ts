@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { Daemon, SecretRedactor, buildApp, createLogger, loadConfig, type ConfigSource, type LoadedConfig } from '@mcpool/daemon';
+import { Daemon, SecretRedactor, buildApp, createLogger, loadConfig, type ConfigSource, type LoadedConfig } from 'mcpool';
 import { killMarked } from '../../../test/helpers/processes.js';
 
 export interface Harness {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDaemon, type RunningDaemon } from '@mcpool/daemon';
+import { startDaemon, type RunningDaemon } from 'mcpool';
 import { memoryDestination } from './helpers.js';
 
 const TOKEN = 'hygiene-operator-token-0123456789';

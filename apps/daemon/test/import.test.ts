@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse as parseJsonc } from 'jsonc-parser';
 import { parse as parseToml } from 'smol-toml';
-import { loadConfig, main } from '@mcpool/daemon';
+import { loadConfig, main } from 'mcpool';
 import { connectClient } from './gatewayHelpers.js';
 import { harness, type Harness } from './helpers.js';
 

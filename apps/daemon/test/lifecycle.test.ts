@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ReadyResponse } from '@mcpool/client';
-import { shutdownResponseSchema, splitStderr } from '@mcpool/daemon';
+import { shutdownResponseSchema, splitStderr } from 'mcpool';
 import { fixtureConfig, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 

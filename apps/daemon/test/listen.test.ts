@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { McpoolClient, McpoolHttpError, type DaemonEvent, type EventStream } from '@mcpool/client';
-import { StartError, startDaemon, type RunningDaemon } from '@mcpool/daemon';
+import { StartError, startDaemon, type RunningDaemon } from 'mcpool';
 import { fixtureConfig, killMarked, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { memoryDestination } from './helpers.js';
 

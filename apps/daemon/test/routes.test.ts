@@ -18,7 +18,7 @@ import {
   toolCallResponseSchema,
   workspaceMcpSchema,
   SecretRedactor,
-} from '@mcpool/daemon';
+} from 'mcpool';
 import type { SessionInfo, WorkspaceMcpStatus } from '@mcpool/client';
 import { fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '@mcpool/daemon';
+import { main } from 'mcpool';
 import { launchdPlist, systemdUnit } from '../src/service/units.js';
 
 const BIN = fileURLToPath(new URL('../bin/mcpool.js', import.meta.url));

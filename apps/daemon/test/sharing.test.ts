@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { SessionInfo, ToolCallResponse, WorkspaceMcpStatus } from '@mcpool/client';
-import { daemonDefaultSharing, diffServers } from '@mcpool/daemon';
+import { daemonDefaultSharing, diffServers } from 'mcpool';
 import { fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 import { connectClient } from './gatewayHelpers.js';

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionInfo } from '@mcpool/client';
-import { WARM_SESSION_ID, shutdownStepFor } from '@mcpool/daemon';
+import { WARM_SESSION_ID, shutdownStepFor } from 'mcpool';
 import { fixtureConfig, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 

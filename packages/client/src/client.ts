@@ -70,9 +70,14 @@ const DEFAULT_BASE_URL = 'http://127.0.0.1:7070';
  * no answer came (unreachable, timeout, aborted).
  *
  * @example
+ * ```ts
+ * import { McpoolClient } from '@mcpool/client';
+ *
+ * // token: the daemon's token file (~/.local/state/mcpool/token) or $MCPOOL_TOKEN
  * const client = new McpoolClient({ baseUrl: 'http://127.0.0.1:7070', token });
  * const { servers, budget } = await client.getWorkspaceMcp();
- * for await (const event of client.events({ signal })) console.log(event.data.type);
+ * console.log(servers.map((server) => `${server.name}: ${server.status}`), budget);
+ * ```
  */
 export class McpoolClient {
   readonly baseUrl: string;
@@ -173,6 +178,14 @@ export class McpoolClient {
    * `GET /workspace/mcp/events`: pool, budget and daemon events as they happen. The stream
    * reconnects by itself and sends `Last-Event-ID`, so nothing still in the daemon's buffer is
    * lost; when something was, an `events_lost` event says so. 401/403/404 end it with the error.
+   *
+   * @example
+   * ```ts
+   * const controller = new AbortController(); // abort to end the stream
+   * for await (const event of client.events({ signal: controller.signal })) {
+   *   if (event.data.type === 'entry_status') console.log(event.data.serverName, event.data.status);
+   * }
+   * ```
    */
   events(options: EventStreamOptions = {}): EventStream {
     return new DaemonEventStream(this.baseUrl, this.#token, this.#fetch, options);

@@ -1,5 +1,5 @@
 /**
- * Everything here is public: the typed client of the mcpool daemon's REST control API and its
+ * The public API of `@mcpool/client` (a test pins the list): the typed client of the mcpool daemon's REST control API and its
  * event stream. It runs on `fetch` alone — no Node-only import anywhere under this entry (a test
  * guards it) — so a browser or an IDE webview can load it. Its only run-time imports are plain,
  * browser-safe modules: the error-code table and `eventsource-parser`.
@@ -15,8 +15,6 @@ export {
   reduceSessionViewStates,
 } from './budget.js';
 export type { DaemonSessionViewState } from './budget.js';
-export { SseParser } from './sse.js';
-export type { SseMessage } from './sse.js';
 export type {
   BudgetGuardrailEvent,
   BudgetMode,
@@ -30,6 +28,7 @@ export type {
   DaemonEventPayload,
   DaemonEventType,
   EntryDisconnectedEvent,
+  EntryEventBase,
   EntryFailedEvent,
   EntryReconnectedEvent,
   EntryStatus,

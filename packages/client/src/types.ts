@@ -190,7 +190,7 @@ export interface ReadyResponse {
 
 // --- Events (GET /workspace/mcp/events) ---------------------------------------------------------
 
-interface EntryEventBase {
+export interface EntryEventBase {
   serverName: string;
   entryIndex: number;
 }

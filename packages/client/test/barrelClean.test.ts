@@ -84,7 +84,6 @@ console.log(JSON.stringify({ blockedWorks, baseUrl: c.baseUrl, count: state.mcpB
         'McpoolClient',
         'McpoolHttpError',
         'McpoolRequestError',
-        'SseParser',
         'isRestartEntries',
         'isWorkspaceScopedBudgetEvent',
         'reduceSessionViewState',

@@ -3,7 +3,8 @@
  * multi-line data, ids that persist, `retry:`.
  */
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseMessage } from '@mcpool/client';
+// Not public: the client's own stream parser, tested as a unit.
+import { SseParser, type SseMessage } from '../src/sse.js';
 
 function parse(chunks: string[], lastEventId?: string): { messages: SseMessage[]; retries: number[]; comments: string[] } {
   const messages: SseMessage[] = [];

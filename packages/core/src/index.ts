@@ -1,5 +1,6 @@
 /**
- * Everything here is public: what an IDE extension or agent host imports to pool MCP servers.
+ * The public API of `@mcpool/core`: what an IDE extension or agent host imports to pool MCP
+ * servers, and every type those signatures name. Nothing else is exported; a test pins the list.
  */
 export { McpTransportPool } from './pool.js';
 export type {
@@ -16,18 +17,48 @@ export type {
   ServerSnapshotSummary,
   SharingDefaultInfo,
 } from './pool.js';
-export { PooledConnection } from './pooledConnection.js';
-export type { CallOptions, ConnectionStatus, PooledConnectionEvent, PooledConnectionEvents, ServerRequestHandler } from './pooledConnection.js';
-export { SessionFilter } from './sessionFilter.js';
-export type { SessionFields } from './sessionFilter.js';
-export { BUDGET_REARM_FRACTION, BUDGET_WARN_FRACTION, WorkspaceBudget } from './budget.js';
-export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
 export type { ActorHostOptions } from './actorHost.js';
-export {
-  ErrorCode,
-  MCPCallInterruptedError,
-  PoolError,
-  isWorkspaceScopedBudgetEvent,
+export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
+export type {
+  CallOptions,
+  ConnectionStatus,
+  PooledConnection,
+  PooledConnectionEvent,
+  PooledConnectionEvents,
+  ServerRequestHandler,
+} from './pooledConnection.js';
+export type { SessionFields } from './sessionFilter.js';
+export { ConfigError, ErrorCode, MCPCallInterruptedError, PoolError, isWorkspaceScopedBudgetEvent } from '@mcpool/protocol';
+export type {
+  BudgetEvent,
+  BudgetMode,
+  BudgetWarningEvent,
+  CallInterruptedData,
+  ChildRefusedBatchEvent,
+  ConfigErrorData,
+  ConfigIssue,
+  ConnectionId,
+  DisconnectReason,
+  EntryEvent,
+  EntryEventBase,
+  EntryStatus,
+  LogFn,
+  LogLevel,
+  Logger,
+  OAuthConfig,
+  PoolErrorOptions,
+  PoolEvent,
+  ProgressInfo,
+  PromptInfo,
+  ResourceInfo,
+  ResourceTemplateInfo,
+  ServerConfig,
+  ServerSnapshot,
+  SessionTool,
+  SharingPolicy,
+  ToolInfo,
+  TransportKind,
+  UpstreamNotification,
+  ViewClientInfo,
+  WireError,
 } from '@mcpool/protocol';
-export type { ConnectionId, PoolEvent, ServerConfig, SessionTool, SharingPolicy, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
-export type { LogFn, LogLevel, Logger } from '@mcpool/protocol';

@@ -133,7 +133,16 @@ export interface McpTransportPoolOptions {
   reapLeftovers?: boolean;
 }
 
-export type ReconnectPolicy = NonNullable<ActorStartArgs['reconnect']>;
+/** Reconnect backoff after a transport loss: the n-th try waits `initialDelayMs × factor^(n-1)`, at most `maxDelayMs`. */
+export interface ReconnectPolicy {
+  /** Tries before the entry is given up as failed. */
+  attempts: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  factor: number;
+  /** The wait before the first try, when it differs. @default initialDelayMs */
+  firstDelayMs?: number | undefined;
+}
 
 /** One entry's outcome of `restartByName`. */
 export interface RestartResult {
@@ -252,6 +261,22 @@ const OWNER_LABEL_CHARS = 12;
 /** Commands that may download a package before the server starts. */
 const PACKAGE_RUNNERS = /(^|[/\\])(npx|uvx|bunx|pnpx)(\.cmd|\.exe)?$/;
 
+/**
+ * One pool of MCP server connections for a host: sessions that acquire the same server config
+ * share one entry (one process or remote connection), each with its own filtered view. Drain it
+ * with `drainAll()` (or `await using`) when the host shuts down.
+ *
+ * @example
+ * ```ts
+ * import { McpTransportPool } from '@mcpool/core';
+ *
+ * const pool = new McpTransportPool({ drainDelayMs: 30_000 });
+ * const memory = await pool.acquire('memory', { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] }, 'session-1');
+ * console.log(memory.tools.map((tool) => tool.name));
+ * await memory.release();
+ * await pool.drainAll();
+ * ```
+ */
 export class McpTransportPool {
   readonly #options: Required<Pick<McpTransportPoolOptions, 'drainDelayMs' | 'maxIdleMs' | 'callTimeoutMs' | 'shutdownStepMs'>> & {
     spawnTimeoutMs: number | undefined;
@@ -362,6 +387,15 @@ export class McpTransportPool {
    * a principal), `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that spawn gets
    * the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED` when
    * `releaseSession(sessionId)` ran meanwhile.
+   *
+   * @example
+   * ```ts
+   * // Two sessions, one process: the second acquire attaches to the first one's entry.
+   * const config = { command: 'npx', args: ['-y', '@modelcontextprotocol/server-github'], env: { GITHUB_TOKEN: '${GITHUB_TOKEN}' } };
+   * const a = await pool.acquire('github', config, 'session-a');
+   * const b = await pool.acquire('github', { ...config, excludeTools: ['delete_repo'] }, 'session-b');
+   * a.id === b.id; // true: the same entry, two views
+   * ```
    */
   async acquire(name: string, cfg: ServerConfig | Record<string, unknown>, sessionId: string, options: AcquireOptions = {}): Promise<PooledConnection> {
     this.#assertOpen();

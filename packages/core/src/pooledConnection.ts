@@ -128,6 +128,7 @@ export class PooledConnection {
   #releasing: Promise<void> | undefined;
   #serverRequestHandler: ServerRequestHandler | undefined;
 
+  /** @internal Views are made by the pool: `McpTransportPool.acquire` is the way to get one. */
   constructor(init: PooledConnectionInit) {
     this.id = init.id;
     this.serverName = init.serverName;
@@ -207,6 +208,17 @@ export class PooledConnection {
    * when the session's filter hides the tool (without reaching the server),
    * `MCPCallInterruptedError` when the transport dies mid-call (never replayed),
    * `MCPOOL_CALL_TIMEOUT`, `MCPOOL_CALL_CANCELLED`, or `MCPOOL_UPSTREAM_ERROR` for a JSON-RPC error.
+   *
+   * @example
+   * ```ts
+   * const controller = new AbortController();
+   * const result = await github.callTool('search_repositories', { query: 'mcp' }, {
+   *   timeoutMs: 10_000,
+   *   signal: controller.signal, // aborting cancels the call on the server too
+   *   onProgress: (progress) => console.log(progress.progress, progress.total),
+   * });
+   * console.log(result.content);
+   * ```
    */
   callTool(name: string, args?: Record<string, unknown>, options: CallOptions = {}): Promise<Record<string, unknown>> {
     if (!this.#filter.allows(name)) {

@@ -3,7 +3,9 @@
  * counting live entries, warning every session once, and refusing in `enforce` mode.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode, McpTransportPool, WorkspaceBudget, isWorkspaceScopedBudgetEvent, type PoolEvent } from '@mcpool/core';
+import { ErrorCode, McpTransportPool, isWorkspaceScopedBudgetEvent, type PoolEvent } from '@mcpool/core';
+// Not public: the pool's own budget bookkeeping, tested as a unit.
+import { WorkspaceBudget } from '../src/budget.js';
 import type { BudgetEvent } from '@mcpool/protocol';
 import { expectNoSurvivors, fixtureConfig, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 

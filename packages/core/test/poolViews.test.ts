@@ -4,8 +4,10 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { MessageChannel } from 'node:worker_threads';
-import { ErrorCode, McpTransportPool, PoolError, PooledConnection } from '@mcpool/core';
-import { RpcChannel, type ServerSnapshot, type ViewEvents } from '@mcpool/protocol';
+import { ErrorCode, McpTransportPool, PoolError, type ServerSnapshot } from '@mcpool/core';
+import { RpcChannel, type ViewEvents } from '@mcpool/protocol';
+// Not public (a view is made by the pool): this test drives one over a hand-held channel.
+import { PooledConnection } from '../src/pooledConnection.js';
 import { fixtureConfig, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { usePools } from '../../../test/helpers/pools.js';
 

@@ -56,7 +56,7 @@ export interface ServerSnapshot {
 /** The states of one pool entry (the connection actor's machine). */
 export type EntryStatus = 'spawning' | 'active' | 'draining' | 'closed' | 'failed';
 
-interface EntryEventBase {
+export interface EntryEventBase {
   serverName: string;
   entryIndex: number;
   generation: number;

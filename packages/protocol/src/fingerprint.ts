@@ -97,7 +97,7 @@ export function fingerprint(cfg: ServerConfig): string {
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 16);
 }
 
-/** `${name}::${fingerprint}`; build with {@link connectionIdOf}, read with {@link parseConnectionId}. */
+/** `${name}::${fingerprint}`: the key of one pool entry (`PooledConnection.id`). */
 export type ConnectionId = string & { readonly __brand: 'ConnectionId' };
 
 const SEPARATOR = '::';

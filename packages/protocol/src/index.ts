@@ -12,7 +12,7 @@ export {
   serverConfigSchema,
   SHARING_POLICIES,
 } from './config.js';
-export type { ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ServerConfig, SharingPolicy, TransportKind } from './config.js';
+export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ServerConfig, SharingPolicy, TransportKind } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
@@ -37,6 +37,7 @@ export type {
   ChildRefusedBatchEvent,
   DisconnectReason,
   EntryEvent,
+  EntryEventBase,
   EntryStatus,
   PoolEvent,
   PoolEventType,

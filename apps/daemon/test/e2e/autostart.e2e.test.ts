@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { main } from '@mcpool/daemon';
+import { main } from 'mcpool';
 import { fixtureConfig, isAlive, killMarked, marker } from '../../../../test/helpers/processes.js';
 import { BIN } from './bridgeProcess.js';
 
