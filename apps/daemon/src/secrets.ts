@@ -64,7 +64,7 @@ export class SecretRedactor {
       let out: unknown[] | undefined;
       value.forEach((item, i) => {
         const scrubbed = this.#scrubDeep(item, depth + 1);
-        if (scrubbed !== item) (out ??= [...value])[i] = scrubbed;
+        if (scrubbed !== item) (out ??= [...(value as unknown[])])[i] = scrubbed;
       });
       return out ?? value;
     }

@@ -138,8 +138,8 @@ describe('one secret policy on every surface of the real daemon', () => {
     });
     const out: string[] = [];
     const err: string[] = [];
-    daemon.stdout!.on('data', (chunk: Buffer) => out.push(chunk.toString('utf8')));
-    daemon.stderr!.on('data', (chunk: Buffer) => err.push(chunk.toString('utf8')));
+    daemon.stdout.on('data', (chunk: Buffer) => out.push(chunk.toString('utf8')));
+    daemon.stderr.on('data', (chunk: Buffer) => err.push(chunk.toString('utf8')));
     const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)));
     let bridge: BridgeProcess | undefined;
     try {

@@ -32,13 +32,13 @@ async function session(token: string): Promise<string> {
 async function restPid(token: string, id: string, server: string): Promise<number> {
   const response = await h.request({ method: 'POST', url: `/sessions/${id}/tools/call`, token, payload: { server, name: 'pid' } });
   expect(response.statusCode).toBe(200);
-  return pidFromResult(response.json<ToolCallResponse>().result as Record<string, unknown>);
+  return pidFromResult(response.json<ToolCallResponse>().result);
 }
 
 async function mcpPid(token: string, tool: string): Promise<number> {
   const { client } = await connectClient(`${base}/mcp`, token);
   clients.push(client);
-  return pidFromResult((await client.callTool({ name: tool })) as Record<string, unknown>);
+  return pidFromResult((await client.callTool({ name: tool })));
 }
 
 async function status(): Promise<WorkspaceMcpStatus> {

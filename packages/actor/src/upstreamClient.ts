@@ -225,7 +225,7 @@ export class UpstreamClient {
         const { code, message: text, data } = message.error;
         pending.reject(new UpstreamRpcError(typeof code === 'number' ? code : -32603, typeof text === 'string' ? text : 'error', data));
       } else {
-        pending.resolve((message.result ?? {}) as Record<string, unknown>);
+        pending.resolve((message.result ?? {}));
       }
       return;
     }

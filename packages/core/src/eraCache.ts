@@ -27,7 +27,7 @@ export class EraCache {
   readonly file: string | undefined;
   #verdicts: Map<string, EraVerdict> | undefined;
 
-  constructor(dir?: string | undefined) {
+  constructor(dir?: string  ) {
     this.file = dir === undefined ? undefined : join(dir, 'eras.json');
   }
 

@@ -43,6 +43,12 @@ export function registerLogsCommand(program: Command, io: CommandIo, done: (exit
     .action(async (server: string | undefined, options: LogsOptions) => done(await runLogs(server, options, io)));
 }
 
+/** A record's field as text: strings and numbers as they are, anything else as JSON. */
+function text(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+}
+
 /** One record as a line a person reads, or `undefined` when it is not about `server`. */
 export function formatRecord(line: string, server: string | undefined, json: boolean): string | undefined {
   let record: Record<string, unknown>;
@@ -57,13 +63,13 @@ export function formatRecord(line: string, server: string | undefined, json: boo
   if (server !== undefined && record.server !== server) return undefined;
   if (json) return line;
   const time = typeof record.time === 'number' ? new Date(record.time).toISOString().slice(11, 23) : '';
-  const level = LEVELS[record.level as number] ?? String(record.level ?? '');
-  const where = [record.component, record.server === undefined ? undefined : `${String(record.server)}${record.entryIndex === undefined ? '' : `#${String(record.entryIndex)}`}`]
-    .filter((part) => part !== undefined)
+  const level = LEVELS[record.level as number] ?? text(record.level);
+  const where = [record.component === undefined ? undefined : text(record.component), record.server === undefined ? undefined : `${text(record.server)}${record.entryIndex === undefined ? '' : `#${text(record.entryIndex)}`}`]
+    .filter((part): part is string => part !== undefined)
     .join(' ');
   const error = typeof record.error === 'object' && record.error !== null ? (record.error as { code?: unknown; message?: unknown }) : undefined;
-  const detail = error === undefined ? '' : ` — ${String(error.code ?? '')}${error.message === undefined ? '' : `: ${String(error.message)}`}`;
-  return `${time} ${level.padEnd(5)} ${where ? `[${where}] ` : ''}${String(record.msg ?? '')}${detail}`;
+  const detail = error === undefined ? '' : ` — ${text(error.code)}${error.message === undefined ? '' : `: ${text(error.message)}`}`;
+  return `${time} ${level.padEnd(5)} ${where ? `[${where}] ` : ''}${text(record.msg)}${detail}`;
 }
 
 export async function runLogs(server: string | undefined, options: LogsOptions, io: CommandIo): Promise<number> {

@@ -78,7 +78,7 @@ export function toRpcError(error: unknown, what: string, requested?: RequestedNa
   }
   if (error.code === ErrorCode.TOOL_NOT_ALLOWED) {
     // Never the pool's own message: it says the name is hidden, and by what.
-    return unknownNameError(requested ?? (typeof data?.prompt === 'string' ? { kind: 'prompt', name: data.prompt } : { kind: 'tool', name: String(data?.tool ?? '') }));
+    return unknownNameError(requested ?? (typeof data?.prompt === 'string' ? { kind: 'prompt', name: data.prompt } : { kind: 'tool', name: typeof data?.tool === 'string' ? data.tool : '' }));
   }
   const tagged = { code: error.code };
   const code = jsonRpcCodeOf(error.code);

@@ -41,7 +41,7 @@ export async function registerDashboard(app: FastifyInstance, sessions: UiSessio
     await app.register(async (assets) => {
       // Every route of this context is public like the page: the security hook reads `config.public`.
       assets.addHook('onRoute', (route) => {
-        route.config = { ...(route.config as object | undefined), public: true };
+        route.config = { ...(route.config), public: true };
       });
       await assets.register(fastifyStatic, {
         root: `${UI_DIR}assets`,
@@ -53,7 +53,9 @@ export async function registerDashboard(app: FastifyInstance, sessions: UiSessio
         // Asset names carry their content hash: cache them for good.
         immutable: true,
         maxAge: '365d',
-        setHeaders: (res) => res.setHeader('x-content-type-options', 'nosniff'),
+        setHeaders: (res) => {
+          res.setHeader('x-content-type-options', 'nosniff');
+        },
       });
     });
   }

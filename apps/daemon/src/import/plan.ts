@@ -252,7 +252,7 @@ export function planImport(options: PlanOptions): ImportPlan {
         const doc = parseClientDocument(file.source, text) as Record<string, unknown>;
         const tables = doc.mcp_servers as Record<string, unknown>;
         for (const location of file.locations) {
-          for (const [name, poolName] of pointers.get(location) ?? []) {
+          for (const [name, poolName] of pointers.get(location) ?? new Map<string, string>()) {
             tables[name] = pointerFor(file.source.client, poolName, location.servers[name] as Record<string, unknown>, pool);
             changed = true;
           }
@@ -260,7 +260,7 @@ export function planImport(options: PlanOptions): ImportPlan {
         if (changed) text = stringifyToml(doc);
       } else {
         for (const location of file.locations) {
-          for (const [name, poolName] of pointers.get(location) ?? []) {
+          for (const [name, poolName] of pointers.get(location) ?? new Map<string, string>()) {
             text = setJsonc(text, [...location.at, name], pointerFor(file.source.client, poolName, location.servers[name] as Record<string, unknown>, pool));
             changed = true;
           }

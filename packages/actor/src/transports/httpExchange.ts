@@ -68,7 +68,7 @@ export async function nodeHttpExchange(url: URL): Promise<HttpExchange> {
           return;
         }
         if (request.signal.aborted) {
-          reject(request.signal.reason);
+          reject(request.signal.reason as Error);
           return;
         }
         const headers: Record<string, string> = { ...request.headers };
@@ -101,7 +101,7 @@ export async function nodeHttpExchange(url: URL): Promise<HttpExchange> {
         // `on`, not `once`: a second 'error' without a listener would throw. After the response
         // head, errors also surface through the body's iterator.
         req.on('error', (error) => {
-          reject(request.signal.aborted ? request.signal.reason : networkError(request, error));
+          reject(request.signal.aborted ? (request.signal.reason as Error) : networkError(request, error));
         });
         req.end(request.body);
       });

@@ -156,7 +156,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       setTimeout(() => this.#notifyClose(), 50).unref();
     });
     child.on('close', () => this.#notifyClose());
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       this.#reader.append(chunk);
       this.#drainReadBuffer();
     });
