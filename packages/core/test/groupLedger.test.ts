@@ -16,6 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { McpTransportPool } from '@mcpool/core';
 import { commandOf, isRunning, startTimeOf } from '@mcpool/protocol/processTree';
 import { FIXTURES, fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { SPAWN_TIMEOUT_MS } from '../../../test/helpers/pools.js';
 
 const WAIT = { timeout: 20_000, interval: 20 };
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -51,7 +52,7 @@ function newStateDir(): string {
 }
 
 function newPool(options: ConstructorParameters<typeof McpTransportPool>[0]): McpTransportPool {
-  const pool = new McpTransportPool({ drainDelayMs: 30_000, ...options });
+  const pool = new McpTransportPool({ drainDelayMs: 30_000, spawnTimeoutMs: SPAWN_TIMEOUT_MS, ...options });
   pools.push(pool);
   return pool;
 }
