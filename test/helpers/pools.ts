@@ -7,6 +7,12 @@ import { afterEach } from 'vitest';
 import { McpTransportPool, type McpTransportPoolOptions } from '@mcpool/core';
 import { expectNoSurvivors, marker } from './processes.js';
 
+/**
+ * The spawn timeout of a test pool unless it sets its own: a server behind bash took more than
+ * the default 30 s to start on a two-core machine running eight suites and stress-ng.
+ */
+export const SPAWN_TIMEOUT_MS = 120_000;
+
 export interface PoolsForTests {
   /** A pool drained (forced) after the test; `defaults` then `options` apply. */
   newPool: (options?: McpTransportPoolOptions) => McpTransportPool;
@@ -24,7 +30,7 @@ export function usePools(defaults: McpTransportPoolOptions = {}): PoolsForTests 
   });
   return {
     newPool(options = {}) {
-      const pool = new McpTransportPool({ ...defaults, ...options });
+      const pool = new McpTransportPool({ spawnTimeoutMs: SPAWN_TIMEOUT_MS, ...defaults, ...options });
       pools.push(pool);
       return pool;
     },

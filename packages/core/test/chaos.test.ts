@@ -336,7 +336,7 @@ it(
 it('calls racing a server SIGKILL fail as CALL_INTERRUPTED or NOT_CONNECTED, never UPSTREAM_ERROR', async () => {
   const mark = marker('race');
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-race-'));
-  const p = new McpTransportPool({ stateDir: dir, drainDelayMs: 30_000, restartIntensity: { maxRestarts: 1000, periodMs: 1000 } });
+  const p = new McpTransportPool({ stateDir: dir, spawnTimeoutMs: SPAWN_TIMEOUT_MS, drainDelayMs: 30_000, restartIntensity: { maxRestarts: 1000, periodMs: 1000 } });
   const ROUNDS = 10;
   const CALLS = 40;
   try {

@@ -224,16 +224,16 @@ describe('nothing is left behind', () => {
   it('bash -c "sleep 60 & sleep 60": a failed spawn leaves neither bash nor the sleeps', async () => {
     // The spawn timeout runs from the actor's start, before the child exists: long enough for a
     // loaded machine to start bash and both sleeps, which never answer `initialize`.
-    const pool = newPool({ spawnTimeoutMs: 8_000 });
+    const pool = newPool({ spawnTimeoutMs: 20_000 });
     const mark = newMark('bashsleeps');
     // A warm actor thread first, so the timeout is not spent loading modules.
     await pool.acquire('warm', fixtureConfig('echo.mjs', newMark('bashsleeps-warm')), 's1');
     const acquiring = pool.acquire('bash', awkwardServers(mark).bashSleeps!, 's1');
     const outcome = acquiring.then(() => 'resolved', (error: unknown) => error);
-    await vi.waitFor(() => expect(pidsWithMarker(mark).length).toBe(3), { timeout: 20_000, interval: 20 });
+    await vi.waitFor(() => expect(pidsWithMarker(mark).length).toBe(3), { timeout: 60_000, interval: 20 });
     expect(await outcome).toMatchObject({ code: ErrorCode.SPAWN_TIMEOUT });
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 20_000, interval: 20 });
-  }, 60_000);
+  }, 180_000);
 
   it('drainAll with a SIGTERM-ignoring server past the deadline kills it and reports it forced', async () => {
     // The deadline (4 s) is long enough for the echo server to exit on stdin EOF on a loaded

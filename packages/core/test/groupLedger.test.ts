@@ -16,6 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { McpTransportPool } from '@mcpool/core';
 import { commandOf, isRunning, startTimeOf } from '@mcpool/protocol/processTree';
 import { FIXTURES, fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { SPAWN_TIMEOUT_MS } from '../../../test/helpers/pools.js';
 
 const WAIT = { timeout: 20_000, interval: 20 };
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -52,7 +53,7 @@ function newStateDir(): string {
 
 /** A started pool that reaps: reaping is opt-in and happens at start, not at construction. */
 function newPool(options: ConstructorParameters<typeof McpTransportPool>[0]): McpTransportPool {
-  const pool = new McpTransportPool({ drainDelayMs: 30_000, reapLeftovers: true, ...options });
+  const pool = new McpTransportPool({ drainDelayMs: 30_000, reapLeftovers: true, spawnTimeoutMs: SPAWN_TIMEOUT_MS, ...options });
   pools.push(pool);
   pool.start();
   return pool;

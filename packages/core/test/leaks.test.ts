@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpTransportPool, type PooledConnection } from '@mcpool/core';
 import { isRunning } from '@mcpool/protocol/processTree';
+import { SPAWN_TIMEOUT_MS } from '../../../test/helpers/pools.js';
 import { expectNoSurvivors, fixtureConfig, killMarked, marker, pidFromResult, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 
 // Hundreds of real actor threads and processes: minutes on a loaded two-core machine.
@@ -30,7 +31,7 @@ const dirs: string[] = [];
 function newPool(options: ConstructorParameters<typeof McpTransportPool>[0]): McpTransportPool {
   const stateDir = mkdtempSync(join(tmpdir(), 'mcpool-leaks-'));
   dirs.push(stateDir);
-  const pool = new McpTransportPool({ stateDir, ...options });
+  const pool = new McpTransportPool({ stateDir, spawnTimeoutMs: SPAWN_TIMEOUT_MS, ...options });
   pools.push(pool);
   return pool;
 }

@@ -231,7 +231,7 @@ export function planImport(options: PlanOptions): ImportPlan {
         }
         server.from.push({ location, name });
         let names = pointers.get(location);
-        if (names === undefined) pointers.set(location, (names = new Map()));
+        if (names === undefined) pointers.set(location, (names = new Map<string, string>()));
         names.set(name, server.name);
       }
     }
