@@ -224,7 +224,7 @@ describe('VS Code files (JSONC and variables)', () => {
   it('${input:…} is an error naming the input, the file and the path', async () => {
     const path = join(tempDir(), 'mcp.json');
     writeFileSync(path, '{\n  // prompts in VS Code\n  "servers": { "memory": { "command": "npx", "env": { "MEMORY_FILE_PATH": "${input:memfile}" } } }\n}');
-    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    const error = (await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e)) as ConfigError;
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.message).toContain(path);
     expect(error.message).toContain('servers.memory.env.MEMORY_FILE_PATH');
@@ -234,7 +234,7 @@ describe('VS Code files (JSONC and variables)', () => {
   it('a typo in a server field fails the file naming the field and the known one', async () => {
     const path = join(tempDir(), 'mcp.json');
     writeFileSync(path, '{ "servers": { "gh": { "comand": "npx", "args": [] }, "fs": { "command": "npx", "arg": ["-y"] } } }');
-    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    const error = (await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e)) as ConfigError;
     expect(error.message).toContain('servers.gh.comand: expected a known field (did you mean "command"?), got unknown field "comand"');
     expect(error.message).toContain('servers.fs.arg: expected a known field (did you mean "args"?), got unknown field "arg"');
   });
@@ -242,7 +242,7 @@ describe('VS Code files (JSONC and variables)', () => {
   it('a JSONC syntax error names the file, line and column', async () => {
     const path = join(tempDir(), 'mcp.json');
     writeFileSync(path, '// c\n{\n  "servers": {\n    "a": { "command": "x" }\n    "b": { "command": "y" }\n  }\n}');
-    const error = await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e as ConfigError);
+    const error = (await loadConfig({ kind: 'file', path, origin: 'flag' }, {}).catch((e: unknown) => e)) as ConfigError;
     expect(error.message).toBe(`Invalid MCP server config in ${path} at (root): expected a JSON document (comments and trailing commas are fine), got invalid JSON at line 5, column 5: no "," between two items`);
   });
 });

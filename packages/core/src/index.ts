@@ -22,6 +22,7 @@ export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
 export type {
   CallOptions,
   ConnectionStatus,
+  InputRequiredResult,
   PooledConnection,
   PooledConnectionEvent,
   PooledConnectionEvents,

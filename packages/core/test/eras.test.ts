@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
-import { ErrorCode, PooledConnection, type McpTransportPool } from '@mcpool/core';
+import { ErrorCode, type McpTransportPool } from '@mcpool/core';
+// Not public (a view is made by the pool): this test drives one over its own channel.
+import { PooledConnection } from '../src/pooledConnection.js';
 import { RpcChannel, fingerprint, normalizeServerConfig, type ActorStartArgs, type ActorStartResult } from '@mcpool/protocol';
 import { fixtureConfig, pidFromResult, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { usePools } from '../../../test/helpers/pools.js';

@@ -27,7 +27,7 @@ import * as subpath from '@mcpool/protocol/errorCodes';
 const codes = Object.values(ErrorCode);
 
 /** The class a code must arrive as. */
-const classOf = (code: ErrorCode): typeof PoolError => (code === ErrorCode.CALL_INTERRUPTED ? MCPCallInterruptedError : PoolError);
+const classOf = (code: ErrorCode): typeof PoolError | typeof MCPCallInterruptedError => (code === ErrorCode.CALL_INTERRUPTED ? MCPCallInterruptedError : PoolError);
 
 /** Posts `wire` through a real MessagePort and returns what arrives. */
 async function hop(wire: WireError): Promise<WireError> {
