@@ -19,7 +19,7 @@ describe('killDescendantsSync', () => {
     marks.push(mark);
     // $0 is the marker in every bash of the tree (`; :` keeps each bash from exec-ing its sleep);
     // setsid gives the last one a group of its own.
-    const child = spawn('bash', ['-c', `bash -c 'sleep 60; :' ${mark} & setsid bash -c 'sleep 60; :' ${mark} & wait`, mark], { detached: true, stdio: 'ignore' });
+    const child = spawn('bash', ['--norc', '-c', `bash -c 'sleep 60; :' ${mark} & setsid bash -c 'sleep 60; :' ${mark} & wait`, mark], { detached: true, stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     await vi.waitFor(() => expect(pidsWithMarker(mark).length).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 20 });
 

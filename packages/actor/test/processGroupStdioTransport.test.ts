@@ -67,7 +67,7 @@ describe('ProcessGroupStdioTransport', () => {
   it('`bash -c "sleep 60 & sleep 60"` leaves nothing: the whole group is ended', async () => {
     const mark = newMark('bash');
     // The marker rides along as $0 so the sleeps' parent can be found; the sleeps are in the group.
-    const transport = new ProcessGroupStdioTransport({ command: 'bash', args: ['-c', 'sleep 60 & sleep 60', mark], shutdownStepMs: 200 });
+    const transport = new ProcessGroupStdioTransport({ command: 'bash', args: ['--norc', '-c', 'sleep 60 & sleep 60', mark], shutdownStepMs: 200 });
     await transport.start();
     const pgid = transport.pid!;
     await expect.poll(() => Number(execFileSync('sh', ['-c', `ps -A -o pgid= | grep -c "^ *${pgid}$" || true`], { encoding: 'utf8' })), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);

@@ -154,14 +154,16 @@ describe('actor death is contained', () => {
 /** The three awkward trees of issue 3, each tagged with the test's marker. */
 function awkwardServers(mark: string): Record<string, Record<string, unknown>> {
   return {
+    // `--norc` everywhere: bash reads ~/.bashrc when its stdin is a socket (Node's pipes are
+    // socketpairs), and a user's rc file (a pyenv rehash waiting on its lock) is no part of a test.
     // `bash -c "sleep 60 & sleep 60"`, with the marker as $0 and as each sleep's argv[0] so all
     // three can be counted. Not an MCP server: it never initializes, so it is tested on the
     // spawn-timeout path.
-    bashSleeps: { command: 'bash', args: ['-c', '(exec -a "$0" sleep 60) & (exec -a "$0" sleep 60)', mark] },
+    bashSleeps: { command: 'bash', args: ['--norc', '-c', '(exec -a "$0" sleep 60) & (exec -a "$0" sleep 60)', mark] },
     // The same shape as a real server: bash starts the two sleeps, then execs the server.
     bashTree: {
       command: 'bash',
-      args: ['-c', '(exec -a "$0" sleep 60) & (exec -a "$0" sleep 60) & exec "$1" "$2" "$0"', mark, process.execPath, FIXTURES + 'echo.mjs'],
+      args: ['--norc', '-c', '(exec -a "$0" sleep 60) & (exec -a "$0" sleep 60) & exec "$1" "$2" "$0"', mark, process.execPath, FIXTURES + 'echo.mjs'],
     },
     npxLike: { command: FIXTURES + 'npxLike.sh', args: [mark], env: { FIXTURE_NODE: process.execPath } },
     sigtermIgnoring: fixtureConfig('sigtermIgnoring.mjs', mark),

@@ -77,7 +77,7 @@ function leftoverSleep(mark: string): ChildProcess & { pid: number } {
 
 /** A detached bash that answers each stdin line with `pong <line>`: alive means it answers. */
 function responder(mark: string): ChildProcess & { pid: number } {
-  return track(spawn('bash', ['-c', 'while read -r line; do echo "pong $line"; done', mark], { detached: true, stdio: ['pipe', 'pipe', 'ignore'] }));
+  return track(spawn('bash', ['--norc', '-c', 'while read -r line; do echo "pong $line"; done', mark], { detached: true, stdio: ['pipe', 'pipe', 'ignore'] }));
 }
 
 /** Resolves with the answer; a killed process cannot give one. */
@@ -145,7 +145,7 @@ describe('reaping what a crashed run left', () => {
     const mark = newMark('reap');
     // 1. A "crashed previous run": a detached sleep (own group) and a bash group with a member.
     const sleeper = leftoverSleep(mark);
-    const leader = track(spawn('bash', ['-c', '(exec -a "$0-member" sleep 60) & wait', mark], { detached: true, stdio: 'ignore' }));
+    const leader = track(spawn('bash', ['--norc', '-c', '(exec -a "$0-member" sleep 60) & wait', mark], { detached: true, stdio: 'ignore' }));
     let member = 0;
     await vi.waitFor(() => {
       const pids = pidsWithMarker(mark).filter((pid) => pid !== sleeper.pid && pid !== leader.pid);

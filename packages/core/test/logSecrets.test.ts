@@ -27,7 +27,7 @@ describe('secrets in logs', () => {
           `import { McpTransportPool } from ${JSON.stringify(pathToFileURL(join(ROOT, 'packages/core/dist/index.js')).href)};`,
           `const pool = new McpTransportPool({ stateDir: false, logger: pino({ level: 'debug' }, pino.destination(2)) });`,
           // bash prints the token to stderr, then becomes the echo server.
-          `const view = await pool.acquire('leaky', { command: 'bash', args: ['-c', 'echo "my token is $API_TOKEN" >&2; exec "$1" "$2" "$0"', ${JSON.stringify(mark)}, process.execPath, ${JSON.stringify(FIXTURES + 'echo.mjs')}], env: { API_TOKEN: ${JSON.stringify(CANARY)} } }, 's1');`,
+          `const view = await pool.acquire('leaky', { command: 'bash', args: ['--norc', '-c', 'echo "my token is $API_TOKEN" >&2; exec "$1" "$2" "$0"', ${JSON.stringify(mark)}, process.execPath, ${JSON.stringify(FIXTURES + 'echo.mjs')}], env: { API_TOKEN: ${JSON.stringify(CANARY)} } }, 's1');`,
           `await view.callTool('echo', { text: 'hi' });`,
           `await pool.drainAll();`,
         ].join('\n'),

@@ -52,11 +52,11 @@ function own(pid: number): void {
   owned.push({ pid, ppid: 0, pgid: 0, startTime: startTimeOf(pid) });
 }
 
-/** `bash -c script` in its own process group, `$0` = a fresh marker. */
+/** `bash -c script` in its own process group, `$0` = a fresh marker (`--norc`: no user rc file, even with socket stdin). */
 function startBash(script: string, label: string, stdio: 'ignore' | 'pipe' = 'ignore'): Started {
   const mark = marker(label);
   marks.push(mark);
-  const child = spawn('bash', ['-c', script, mark], { detached: true, stdio: [stdio, stdio, 'ignore'] });
+  const child = spawn('bash', ['--norc', '-c', script, mark], { detached: true, stdio: [stdio, stdio, 'ignore'] });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });

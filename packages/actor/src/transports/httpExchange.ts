@@ -49,6 +49,24 @@ export function networkError(request: HttpRequest, cause: unknown): Error {
 }
 
 /** The url without userinfo, query or fragment: safe for messages and logs. */
+/** What both HTTP transports keep of their options: the checked URL, how to name it, its headers. */
+export interface RemoteTarget {
+  url: URL;
+  /** The URL without credentials or query, for messages. */
+  display: string;
+  /** The configured headers, names lower-cased (HTTP names are case-insensitive). */
+  headers: Record<string, string>;
+}
+
+/** @throws TypeError unless `url` is an http: or https: URL object. */
+export function remoteTarget(url: unknown, headers: Record<string, string> | undefined): RemoteTarget {
+  if (!(url instanceof URL)) throw new TypeError('options.url must be a URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('options.url must be an http: or https: URL');
+  const lower: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) lower[name.toLowerCase()] = value;
+  return { url, display: displayUrl(url), headers: lower };
+}
+
 export function displayUrl(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }

@@ -10,7 +10,7 @@
  * `notifications/cancelled`; a `send` signal only aborts the POST itself.
  */
 import { mediaType, parseMessages, readBoundedText, readSse } from './httpBody.js';
-import { displayUrl, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
+import { displayUrl, remoteTarget, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
 import { UpstreamHttpError, type JsonRpcMessage, type SendOptions, type UpstreamTransport } from './upstreamTransport.js';
 
 export interface LegacySseTransportOptions {
@@ -41,13 +41,11 @@ export class LegacySseTransport implements UpstreamTransport {
   #closeNotified = false;
 
   constructor(options: LegacySseTransportOptions) {
-    if (!(options.url instanceof URL)) throw new TypeError('options.url must be a URL');
-    if (options.url.protocol !== 'http:' && options.url.protocol !== 'https:') throw new TypeError('options.url must be an http: or https: URL');
+    const target = remoteTarget(options.url, options.headers);
     this.#options = options;
-    this.#url = options.url;
-    this.#display = displayUrl(options.url);
-    this.#headers = {};
-    for (const [name, value] of Object.entries(options.headers ?? {})) this.#headers[name.toLowerCase()] = value;
+    this.#url = target.url;
+    this.#display = target.display;
+    this.#headers = target.headers;
   }
 
   /** The POST endpoint the server named, once `start()` resolved. */

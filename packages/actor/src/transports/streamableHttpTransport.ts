@@ -22,7 +22,7 @@
  * (the server treats the disconnect as cancellation). Nothing here validates message schemas.
  */
 import { ERROR_BODY_LIMIT, mediaType, parseMessages, readBoundedText, readSse, readText } from './httpBody.js';
-import { displayUrl, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
+import { remoteTarget, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
 import {
   PROTOCOL_VERSION_META_KEY,
   encodeHeaderValue,
@@ -108,13 +108,11 @@ export class StreamableHttpTransport implements UpstreamTransport {
   #closeNotified = false;
 
   constructor(options: StreamableHttpTransportOptions) {
-    if (!(options.url instanceof URL)) throw new TypeError('options.url must be a URL');
-    if (options.url.protocol !== 'http:' && options.url.protocol !== 'https:') throw new TypeError('options.url must be an http: or https: URL');
+    const target = remoteTarget(options.url, options.headers);
     this.#options = options;
-    this.#url = options.url;
-    this.#display = displayUrl(options.url);
-    this.#headers = {};
-    for (const [name, value] of Object.entries(options.headers ?? {})) this.#headers[name.toLowerCase()] = value;
+    this.#url = target.url;
+    this.#display = target.display;
+    this.#headers = target.headers;
   }
 
   /** The era and version set by `setProtocol`, and the legacy session id: for diagnostics. */
