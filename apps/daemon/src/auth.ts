@@ -1,7 +1,7 @@
 /**
  * Who may call the daemon: the operator token (created 0600 in the state directory on first run,
  * or `MCPOOL_TOKEN`), plus the `clients` of the config, each with its own token from an
- * environment variable and its rights. Tokens are compared in constant time (S-4).
+ * environment variable and its rights. Tokens are compared in constant time (no timing leak).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises';

@@ -5,11 +5,12 @@
  *   server so the servers stay up with no client session (`keepWarm`);
  * - daemon sessions: each is one pool session that acquired its servers (the configured ones it
  *   asked for, plus any it injected); deleting it is `pool.releaseSession`;
- * - reload (seed §16): a changed fingerprint gets a new entry for new acquires while the old one
+ * - reload: a changed fingerprint gets a new entry for new acquires while the old one
  *   keeps its sessions and drains as they leave; nothing live is mutated;
  * - the entry watcher: one event and one log line per lifecycle change, from the pool's own
  *   events (never by polling its snapshot);
- * - shutdown in the seed's order (§17), every server stopped gracefully within the deadline.
+ * - shutdown in order (calls, streams, sessions, then servers), each server stopped gracefully
+ *   within the deadline.
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -261,7 +262,7 @@ export class Daemon {
   // --- Restart --------------------------------------------------------------------------------
 
   /**
-   * Restarts the entries of `name` (seed §13): the legacy `{restarted, durationMs}` when the name
+   * Restarts the entries of `name`: the legacy `{restarted, durationMs}` when the name
    * has one entry and no `entryIndex` was given, else `{entries}`. A configured server with no
    * live entry is started again through the warm hold.
    *
@@ -301,7 +302,7 @@ export class Daemon {
   // --- Reload ---------------------------------------------------------------------------------
 
   /**
-   * Re-reads the config (seed §16). Changed fingerprints get a new entry for new acquires (the
+   * Re-reads the config. Changed fingerprints get a new entry for new acquires (the
    * warm hold moves to it); the old entry keeps its sessions and drains as they leave. Client
    * tokens, allowed hosts and origins apply at once; other daemon settings are reported in
    * `needsRestart`. An invalid file changes nothing.
@@ -398,7 +399,8 @@ export class Daemon {
     const session: DaemonSession = { id: randomUUID(), clientId: principal.id, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false };
     this.#sessions.set(session.id, session);
     if (Object.keys(injected).length > 0) {
-      // S-5: every stdio launch by a client is logged (command only: never env or headers).
+      // A stdio server is a command run for a client, so every such launch is logged (command
+      // only: never env or headers).
       for (const [name, config] of Object.entries(injected)) {
         this.#logger.info({ sessionId: session.id, client: principal.id, server: name, transport: config.transport, command: config.command }, 'session injects a server');
       }
@@ -479,7 +481,8 @@ export class Daemon {
 
   #owned(principal: Principal, id: string): DaemonSession {
     const session = this.#sessions.get(id);
-    // Session ids are not credentials (H-13): another client's session is "not found".
+    // Session ids are not credentials (the MCP spec (2025-11-25) says a session is never
+    // authentication): another client's session is "not found".
     if (session === undefined || (session.clientId !== principal.id && principal.id !== OPERATOR_ID)) {
       throw new HttpError(DaemonErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
     }
@@ -645,7 +648,7 @@ export class Daemon {
   // --- Shutdown -------------------------------------------------------------------------------
 
   /**
-   * Shuts down in the seed's order (§17): stop accepting; cancel in-flight calls and end event
+   * Shuts down in this order: stop accepting; cancel in-flight calls and end event
    * streams; release every session; `drainAll()`: each server gets stdin EOF, then SIGTERM, then
    * SIGKILL, and only what is still alive when `shutdownTimeoutMs` (counted from here) runs out
    * is killed at once. Idempotent. The HTTP server is closed by the caller around this (it stops

@@ -1,6 +1,6 @@
 /**
  * The daemon's one pino logger: pretty on a terminal, JSON lines otherwise. Secrets are kept out
- * three ways (STYLE §8): bindings and fields come only from our own values, `redact` removes the
+ * three ways: bindings and fields come only from our own values, `redact` removes the
  * usual secret-bearing paths, and every line is scrubbed of the secrets the daemon knows.
  * The pool's actor threads log through it too (their records are written to a child of it), so
  * their lines get the same redaction and go to the same destination.

@@ -1,6 +1,6 @@
 /**
  * `mcpool serve`: find and load the config, get the operator token, build the daemon and its
- * HTTP app, listen, warm the servers, and shut down in the seed's order on SIGTERM/SIGINT (a
+ * HTTP app, listen, warm the servers, and shut down in order on SIGTERM/SIGINT (a
  * second signal forces the exit). A bad config or a port in use ends the start with a clear
  * message and its own exit code.
  */
@@ -69,7 +69,7 @@ export interface RunningDaemon {
   port: number;
   /** Resolves when the configured servers have all been started once. */
   warmed: Promise<void>;
-  /** Shuts down (seed §17 order), closes the HTTP server; resolves with the exit code. */
+  /** Shuts down (calls first, servers last), closes the HTTP server; resolves with the exit code. */
   stop(reason: string): Promise<number>;
   /** Resolves with the exit code once a stop, whoever asked for it (a signal, `POST /workspace/shutdown`), is done. */
   stopped: Promise<number>;

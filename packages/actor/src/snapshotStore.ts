@@ -1,9 +1,10 @@
 /**
  * The actor's snapshot of its server's lists, and the refresh that `list_changed` triggers.
  *
- * Guards (seed §7.3, DESIGN §4): a refresh started under an older transport incarnation, or
- * overtaken by a newer refresh of the same list, never overwrites; a failed list call keeps the
- * old list; refreshes of one list are coalesced (one in flight, one more queued at most).
+ * Guards (a stale snapshot never replaces a newer one): a refresh started under an older
+ * transport incarnation, or overtaken by a newer refresh of the same list, never overwrites;
+ * a failed list call keeps the old list; refreshes of one list are coalesced (one in flight,
+ * one more queued at most).
  */
 import type { ServerSnapshot } from '@mcpool/protocol';
 import type { ListKind, Lists, ServerConnection } from './serverConnection.js';

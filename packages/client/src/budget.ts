@@ -1,5 +1,5 @@
 /**
- * Budget events seen from a session (seed §11.4, §21.14). Under the pool, budget events are
+ * Budget events seen from a session. Under the pool, budget events are
  * workspace-scoped: one event concerns every session, so each attached session's counters
  * increment together. An event without `scope` comes from an old daemon and means `session`.
  */
@@ -16,7 +16,7 @@ export function isWorkspaceScopedBudgetEvent(event: { type?: unknown; scope?: un
   return (event.type === 'mcp_budget_warning' || event.type === 'mcp_child_refused_batch') && event.scope === 'workspace';
 }
 
-/** Budget counters of one session's view, as the seed's `DaemonSessionViewState`. */
+/** Budget counters of one session's view (the `DaemonSessionViewState` shape). */
 export interface DaemonSessionViewState {
   /**
    * Count of `mcp_budget_warning` events the session has observed. Under the pool

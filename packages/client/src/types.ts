@@ -1,5 +1,5 @@
 /**
- * The wire shapes of the daemon's REST control API (DESIGN §6, seed §8.3, §13, §14, §16.2).
+ * The wire shapes of the daemon's REST control API: the JSON each route takes and answers.
  * The daemon types its responses against these, so the two cannot drift apart silently.
  * Only `import type` from `@mcpool/protocol`: nothing here exists at run time.
  */
@@ -19,7 +19,7 @@ export interface ErrorBody {
   message: string;
 }
 
-/** The seed's MCPServerStatus values, aggregated per server name (seed §8.1). */
+/** The MCPServerStatus values, aggregated over every entry of one server name. */
 export type McpStatus = 'connected' | 'connecting' | 'disconnected';
 
 /** One pool entry of a server name. `entryIndex` is opaque and stable; the fingerprint never leaves the daemon. */
@@ -54,7 +54,7 @@ export interface WorkspaceMcpServer {
   lastError?: { code: string; message: string };
 }
 
-/** The workspace budget cell (seed §11.2). Consumers must tolerate other `scope` values. */
+/** The workspace budget cell. Consumers must tolerate other `scope` values. */
 export interface WorkspaceBudgetCell {
   kind: 'mcp_budget';
   scope: 'workspace';
@@ -66,7 +66,7 @@ export interface WorkspaceBudgetCell {
   bySharing: Record<SharingPolicy, number>;
 }
 
-/** `GET /workspace/mcp`. `initialized` is true even with no session (seed §14.3). */
+/** `GET /workspace/mcp`. `initialized` is true even with no session: the daemon is up. */
 export interface WorkspaceMcpStatus {
   initialized: true;
   /** The configured servers have all been started once (ready or failed). */
@@ -77,7 +77,7 @@ export interface WorkspaceMcpStatus {
   sessions: number;
 }
 
-/** One entry's outcome in `POST /workspace/mcp/:server/restart` (seed §13.1). */
+/** One entry's outcome in `POST /workspace/mcp/:server/restart`. */
 export interface RestartResult {
   entryIndex: number;
   restarted: boolean;
@@ -86,7 +86,7 @@ export interface RestartResult {
   reason?: string;
 }
 
-/** The legacy restart answer: the name had one entry and no `entryIndex` was asked (seed §13.1). */
+/** The legacy restart answer: the name had one entry and no `entryIndex` was asked. */
 export interface RestartLegacyResponse {
   restarted: boolean;
   durationMs: number;
@@ -221,7 +221,7 @@ export interface EntryFailedEvent extends EntryEventBase {
   lastError: { code: string; message: string };
 }
 
-/** Budget events (DESIGN §5). `scope` is absent on old daemons, which meant `session`. */
+/** Budget events, workspace-wide. `scope` is absent on old daemons, which meant `session`. */
 export interface BudgetWarningEvent {
   type: 'mcp_budget_warning';
   scope?: 'workspace' | 'session';
@@ -241,7 +241,7 @@ export interface ChildRefusedBatchEvent {
   budgetMode: BudgetMode;
 }
 
-/** Budget guardrail events, as the seed's `DaemonMcpGuardrailEvent`. */
+/** Budget guardrail events (the `DaemonMcpGuardrailEvent` shape). */
 export type BudgetGuardrailEvent = BudgetWarningEvent | ChildRefusedBatchEvent;
 
 export interface ServerProgressEvent {

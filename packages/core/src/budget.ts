@@ -1,5 +1,5 @@
 /**
- * The workspace budget (DESIGN §5, seed §11): live connections, pooled and unpooled, against
+ * The workspace budget: live connections, pooled and unpooled, against
  * `clientBudget`. A warning fires once when usage rises through 75 % and re-arms only after it
  * falls below 37.5 %; refusals in one pass (the same turn of the event loop) coalesce into one
  * `mcp_child_refused_batch`. Events are workspace-scoped and go to every session.

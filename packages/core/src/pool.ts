@@ -3,7 +3,7 @@
  * session, spawn de-duplication, the workspace budget, status aggregation and drainAll.
  * It never proxies a call: each session's `PooledConnection` talks to the entry's actor directly.
  *
- * The acquire rules of DESIGN §4, with the races a real pool hit (pool-lessons §1.5, §1.10):
+ * The acquire rules, with the races an earlier pool hit in production:
  * - one spawn per key however many acquires race (the entry's `ready` promise is the in-flight
  *   spawn); a failed spawn rejects every waiter, stores no entry, and gives back the budget slot
  *   that the spawning acquire reserved (and no other);

@@ -426,7 +426,7 @@ export class PooledConnection {
 
   #apply(snapshot: ServerSnapshot, force: boolean): void {
     const previous = this.#snapshot;
-    // A stale snapshot never overwrites a newer one (seed §7.3).
+    // A stale snapshot never overwrites a newer one: generations only grow.
     if (!force && previous !== undefined && snapshot.generation <= previous.generation) return;
     this.#snapshot = snapshot;
     const tools = this.#filter.tools(snapshot.tools);

@@ -1,7 +1,7 @@
 /**
  * A session's filter over a shared server: `includeTools` / `excludeTools` (exclude wins) applied
  * to tools and prompts alike — a prompt left unfiltered would reach the shared client around a
- * restriction (pool-lessons §1.2). Resources are not filtered.
+ * restriction (an earlier pool filtered tools only). Resources are not filtered.
  */
 import type { PromptInfo, SessionTool, ToolInfo } from '@mcpool/protocol';
 

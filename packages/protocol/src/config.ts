@@ -22,7 +22,7 @@ import { ErrorCode, PoolError } from './errors.js';
 export type TransportKind = 'stdio' | 'http' | 'sse' | 'websocket';
 
 /**
- * Who may share one server process (DESIGN "Sharing"): everyone whose config has the same
+ * Who may share one server process: everyone whose config has the same
  * fingerprint (`shared`), only the sessions of one principal (`per-principal`), or nobody
  * (`per-session`). A server that keeps conversation state in its process must not be `shared`
  * between unrelated clients.

@@ -1,7 +1,7 @@
 /**
  * Pool events. Entry events carry `generation`, the entry's snapshot generation: it only grows, so
- * a receiver can drop anything older than what it already applied (seed §7.3).
- * Budget events carry `scope: 'workspace'` and go to every session (DESIGN §5).
+ * a receiver can drop anything older than what it already applied (stale never wins).
+ * Budget events carry `scope: 'workspace'` and go to every session (one budget for all).
  */
 import type { WireError } from './errors.js';
 

@@ -3,7 +3,7 @@
  *
  * Why not comlink: on Node 20 a comlink call hangs forever when the worker behind it dies, its
  * `releaseProxy` never closes the port (4.4.2), and each subscription opens its own channel
- * (see reference/architecture-prototype.md §3). This layer races every call against the port's
+ * (measured with comlink 4.4.2). This layer races every call against the port's
  * `close`, an explicit {@link RpcChannel.fail} (the supervisor calls it on worker `exit`) and an
  * optional timeout, and carries errors with their `code` and `data`.
  *

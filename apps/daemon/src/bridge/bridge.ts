@@ -1,12 +1,12 @@
 /**
- * `mcpool bridge`: stdio ↔ the daemon's Streamable HTTP `/mcp` (mcp-spec-facts §8, B-1…B-7).
+ * `mcpool bridge`: stdio ↔ the daemon's Streamable HTTP `/mcp`.
  *
  * A raw JSON-RPC relay, not an SDK Client + Server pair: each line the client writes is POSTed
  * as written, and every message the daemon sends (JSON or SSE answers, the GET stream) is written
  * to stdout as sent, so nothing the SDK would drop or re-validate is lost.
  *
  * What it adds to a plain relay:
- * - **Session recovery (B-2…B-5).** The client's `initialize` params are kept. When the daemon
+ * - **Session recovery.** The client's `initialize` params are kept. When the daemon
  *   answers 404 for a session-bearing message (expired session, restarted daemon), the bridge
  *   drops the session id, replays `initialize` (its own request id: the client never sees a
  *   second answer to its `initialize`) and `notifications/initialized`, retries the message once,
@@ -16,7 +16,7 @@
  *   errors (their outcome is unknown). One re-init serves every message that hit the same 404.
  *   The re-init also restores what the client had set on the lost session: its last
  *   `logging/setLevel` and its `resources/subscribe`s.
- * - **A daemon that does not answer (B-7).** Connection-refused is retried with a bounded backoff
+ * - **A daemon that does not answer.** Connection-refused is retried with a bounded backoff
  *   (and, with `--autostart`, the daemon is started); then each request gets an error. Only
  *   failures to connect are retried: a request that may have reached the daemon is never sent twice.
  * - **The GET stream** for server-initiated messages, opened after `notifications/initialized`
@@ -25,10 +25,10 @@
  * - **SSE resumption** of a POST stream that ends before its answer, when the daemon gave event ids.
  * - **Order.** Messages a client sends before its `initialize` is answered wait for that answer
  *   (they need its session id); everything else is sent at once, concurrently, in input order.
- * - **Exit (B-6, I-6).** On stdin EOF or `close()`: a short grace for answers in flight, DELETE
+ * - **Exit with the client.** On stdin EOF or `close()`: a short grace for answers in flight, DELETE
  *   of the daemon session, done — within a second.
  *
- * It never writes anything but JSON-RPC lines to its output (B-1): logs go to the logger.
+ * It never writes anything but JSON-RPC lines to its output (stdout is MCP): logs go to the logger.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Readable, Writable } from 'node:stream';
@@ -105,7 +105,7 @@ interface Pending {
   cancelled: boolean;
 }
 
-/** B-2: what the client initialized with. */
+/** What the client initialized with, replayed when the session must be re-initialized. */
 interface InitState {
   params: unknown;
   /** `idKey` of the client's initialize request. */
@@ -377,7 +377,7 @@ export class Bridge {
     }
     let outcome = await this.#exchange(unit);
     if (outcome.kind === 'gone') {
-      // B-3: a 404 for a session-bearing message. Re-initialize (once for everyone who hit it) and retry once.
+      // A 404 for a session-bearing message: the session is gone. Re-initialize (once for everyone who hit it) and retry once.
       const failure = await this.#recover(outcome.sessionId, 'request');
       if (failure) return this.#fail(unit, failure);
       if (unit.kind === 'response') {
@@ -439,7 +439,7 @@ export class Bridge {
   }
 
   /**
-   * A fetch with the bounded connection retries of B-7 (and the autostart hook), and one retry
+   * A fetch with bounded connection retries for a daemon that is down (and the autostart hook), and one retry
    * with a re-read token after a 401.
    */
   async #send(init: (token: string | undefined) => RequestInit, signal: AbortSignal): Promise<Sent> {
@@ -547,7 +547,7 @@ export class Bridge {
     }
     if (type === 'text/event-stream') {
       let read = await this.#readSse(response.body, signal, onMessage);
-      // Resume a stream cut before its answer, if the daemon made it resumable (H-12, C-2).
+      // Resume a stream cut before its answer, if the daemon gave event ids (GET with `Last-Event-ID`, after `retry:`).
       let attempts = 0;
       while (unanswered() && read.lastEventId !== undefined && !signal.aborted && attempts < 5 && sessionId !== undefined && sessionId === this.#sessionId) {
         attempts++;
@@ -630,7 +630,7 @@ export class Bridge {
     this.#write(message, raw);
   }
 
-  /** One line on stdout. Raw text is written as the daemon sent it, unless it spans lines (I-1). */
+  /** One line on stdout. Raw text is written as the daemon sent it, unless it spans lines (stdio allows no embedded newline). */
   #write(message: unknown, raw?: string): void {
     if (this.#output.destroyed || this.#output.writableEnded) return;
     const line = raw !== undefined && !/[\r\n]/.test(raw) ? raw.trim() : JSON.stringify(message);
@@ -681,7 +681,7 @@ export class Bridge {
   }
 
   /**
-   * B-3…B-5: re-initializes after a 404. Everyone who hit a 404 for the same session shares one
+   * Re-initializes after a 404. Everyone who hit a 404 for the same session shares one
    * re-init; a 404 for an old session after a new one exists just retries on the new one.
    */
   #recover(deadSessionId: string | undefined, cause: 'request' | 'stream'): Promise<BridgeFailure | undefined> {
@@ -705,7 +705,7 @@ export class Bridge {
     this.#markLost();
     this.#generation++;
     const generation = this.#generation;
-    // B-4: requests being answered on the lost session will never get their answer.
+    // Requests being answered on the lost session will never get their answer.
     const cut: BridgeFailure = { code: BridgeErrorCode.SESSION_LOST, message: 'mcpool bridge: the daemon session was lost while this request was in flight (its outcome is unknown); the bridge re-initialized, retry if needed' };
     for (const unit of this.#units) {
       if (unit.phase === 'streaming' && unit.generation < generation) {
@@ -721,7 +721,7 @@ export class Bridge {
       return failure;
     };
 
-    // 1. initialize, with the client's params and the bridge's own id (B-3: the client's initialize is never answered twice).
+    // 1. initialize, with the client's params and the bridge's own id (the client's initialize is never answered twice).
     const id = `mcpool-bridge-reinit-${++this.#reinitSeq}`;
     const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: init.params });
     const sent = await this.#send((token) => ({ method: 'POST', headers: this.#headers(token, undefined, undefined, { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }), body }), signal);
@@ -747,7 +747,7 @@ export class Bridge {
     if (!answer || !isMessage(answer.result)) return failed(answer ? `initialize returned an error: ${JSON.stringify(answer.error)}` : 'initialize got no answer');
     if (generation !== this.#generation || this.#closed) return failed('superseded');
     const result = answer.result as { protocolVersion?: unknown };
-    // B-5: the version header goes on every request after the re-init too.
+    // The MCP-Protocol-Version header goes on every request after the re-init too (the MCP spec (2025-11-25) requires it).
     const protocolVersion = typeof result.protocolVersion === 'string' ? result.protocolVersion : this.#protocolVersion;
 
     // 2. notifications/initialized, if the client had sent it.
@@ -779,7 +779,7 @@ export class Bridge {
     this.#log.info({ reinits: this.#reinits, cause }, 're-initialized: a new daemon session');
     if (init.initializedSent) {
       this.#openStream();
-      // B-4: the lists may differ now; tell the client for what it was told it could list.
+      // The lists may differ now; tell the client for what it was told it could list.
       for (const [capability, method] of LIST_CHANGED) {
         if (init.capabilities?.[capability] !== undefined) this.#write({ jsonrpc: '2.0', method });
       }

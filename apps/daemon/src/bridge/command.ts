@@ -1,6 +1,6 @@
 /**
  * The `mcpool bridge` command: resolves the daemon's `/mcp` URL and token the way the other
- * client commands do, logs to stderr only (B-1), optionally starts the daemon, runs the
+ * client commands do, logs to stderr only (stdout carries MCP), optionally starts the daemon, runs the
  * {@link Bridge} on this process's stdin/stdout, and ends on stdin EOF or SIGTERM/SIGINT/SIGHUP.
  */
 import { readFile } from 'node:fs/promises';
@@ -102,7 +102,7 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
 
   const envLevel = env.MCPOOL_LOG_LEVEL as LogLevel | undefined;
   const level = options.logLevel ?? (envLevel && LOG_LEVELS.includes(envLevel) ? envLevel : 'info');
-  // B-1: stderr only, synchronously (nothing lost at exit). Never stdout: it carries MCP.
+  // stderr only, synchronously (nothing lost at exit). Never stdout: it carries MCP.
   const logger = createLogger({ level, redactor, pretty: false, destination: pino.destination({ dest: 2, sync: true }) }).child({ component: 'bridge' });
   if (first === undefined && !options.autostart) logger.warn(`no token yet (set MCPOOL_TOKEN, pass --token-file, or start \`mcpool serve\` once: it writes ${resolve(stateDir, TOKEN_FILE)}); requests go without one`);
 

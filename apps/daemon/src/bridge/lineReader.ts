@@ -1,5 +1,5 @@
 /**
- * Newline-delimited input (I-1): one JSON-RPC message per line, a trailing `\r` stripped. Unlike
+ * Newline-delimited input (the MCP stdio framing): one JSON-RPC message per line, a trailing `\r` stripped. Unlike
  * the SDK's `ReadBuffer` it hands over the raw text (the bridge relays it as written, without a
  * zod pass), scans each byte once, and a line over the cap is dropped alone instead of closing
  * the stream.

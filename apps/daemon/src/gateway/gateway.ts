@@ -1,12 +1,13 @@
 /**
- * The `/mcp` gateway (issue 5): Streamable HTTP for any MCP client, over the daemon's pool.
+ * The `/mcp` gateway: Streamable HTTP for any MCP client, over the daemon's pool.
  * - `/mcp`: every configured server the principal may use, tools and prompts as
  *   `<server>__<name>`, resources by URI; `/mcp/<server>`: that one server, unprefixed.
  * - One SDK `Server` + transport per downstream session ({@link GatewaySession}); each is one
  *   pool session, acquired at initialize and released on DELETE, on transport close, or by the
  *   idle reaper (`daemon.mcpSessionTtlMs`).
  * - Sessions are keyed by `Mcp-Session-Id` and bound to the principal that opened them and to the
- *   endpoint: another token, or another endpoint, gets 404 exactly like an unknown id (H-8, H-13).
+ *   endpoint: another token, or another endpoint, gets 404 exactly like an unknown id. The MCP
+ *   spec (2025-11-25) says an unknown session id gets 404 and a session is never authentication.
  * - Before anything here runs, the app's security hook checked Host, Origin and the bearer token
  *   (any valid token: what it may use is {@link accessOf}); bodies are JSON only (415) and
  *   capped (`daemon.mcpBodyLimitBytes`, 413).

@@ -1,6 +1,6 @@
 /**
- * The REST control API (DESIGN §6): a fastify app over one {@link Daemon}. Paths and shapes are
- * the seed's (§8.3, §13, §14, §16.2). Every route goes through the security hook first (Host,
+ * The REST control API: a fastify app over one {@link Daemon}. Paths and shapes are those of
+ * `@mcpool/client`'s `types.ts`. Every route goes through the security hook first (Host,
  * Origin, token, right), bodies are JSON only and size-limited, and every error answers
  * `{statusCode, code, error, message}` from the one table in `errors.ts`.
  */
@@ -34,7 +34,7 @@ import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
 import { UiSessions } from './uiSessions.js';
 
-/** Feature tags of `GET /capabilities` (seed §20.1). Clients ignore tags they do not know. */
+/** Feature tags of `GET /capabilities`. Clients ignore tags they do not know. */
 export const CAPABILITIES: readonly string[] = Object.freeze([
   'mcp_workspace_pool',
   'mcp_pool_restart',
@@ -285,7 +285,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
     return cached;
   };
-  // The /mcp gateway (issue 5): its sessions end with the daemon's shutdown and with the app.
+  // The /mcp gateway: its sessions end with the daemon's shutdown and with the app.
   const gateway = new Gateway({ daemon, logger, redactor });
   daemon.trackStream(() => void gateway.close());
   app.addHook('onClose', () => gateway.close());

@@ -1,11 +1,13 @@
 /**
- * The checks every request passes before any route or body parsing (mcp-spec-facts §6):
- * 1. `Host` must be loopback or allow-listed (S-1, DNS rebinding) → 403;
- * 2. an `Origin`, when sent, must be allow-listed (S-2) → 403, unless it is the daemon's own
+ * The checks every request passes before any route or body parsing:
+ * 1. `Host` must be loopback or allow-listed (this is what stops DNS rebinding) → 403;
+ * 2. an `Origin`, when sent, must be allow-listed (the MCP spec (2025-11-25) says an invalid
+ *    Origin gets 403; non-browser clients send none) → 403, unless it is the daemon's own
  *    origin (`http://` + the allowed Host); an allowed one gets CORS headers, and its preflight is
  *    answered here (a preflight carries no token);
- * 3. a bearer token the daemon knows (S-4) → 401, except on a public route (`/healthz`: a
- *    liveness probe by a service manager has no token, and the answer holds no data);
+ * 3. a bearer token the daemon knows (it can run commands, so every surface is authenticated)
+ *    → 401, except on a public route (`/healthz`: a liveness probe by a service manager has
+ *    no token, and the answer holds no data);
  * 4. the route's right (`read` for GETs, `write` for the rest) → 403.
  */
 import type { Server, ServerOptions } from 'node:http';

@@ -2,7 +2,7 @@
  * Our stdio client transport: the child runs in its own process group, so the whole tree an
  * `npx`/`uvx`/shell wrapper starts can be signalled at once. The SDK's `StdioClientTransport`
  * signals only the direct child and leaves wrapper grandchildren orphaned
- * (reference/mcp-spec-facts.md §1.6, SDK issue #2023).
+ * (modelcontextprotocol/typescript-sdk#2023).
  *
  * This file knows bytes and process lifecycle only; MCP semantics live in the machine.
  */

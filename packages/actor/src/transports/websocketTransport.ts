@@ -3,7 +3,7 @@
  * ws:// / wss:// url. We own it instead of using the SDK's `WebSocketClientTransport` because that
  * one needs a global `WebSocket` (undefined on Node 20), takes a URL only (no headers, so no bearer
  * auth) and is gone from the v2 SDK; websocket is not a spec transport, so it is a custom transport
- * we define (reference/mcp-spec-facts.md §7.6): the `ws` package, subprotocol `mcp`, one JSON-RPC
+ * we define: the `ws` package, subprotocol `mcp`, one JSON-RPC
  * message per text frame, the configured headers sent on the upgrade request.
  *
  * This file knows frames and socket lifecycle only; MCP semantics live in the actor's client.
