@@ -745,13 +745,21 @@ function isSpawnFailure(code: string): boolean {
 export function splitStderr(message: string): { headline: string; stderr: string | undefined } {
   const at = message.indexOf('; stderr: ');
   if (at === -1) return { headline: message, stderr: undefined };
-  const lines = message
-    .slice(at + '; stderr: '.length)
+  let headline = message.slice(0, at);
+  let rest = message.slice(at + '; stderr: '.length);
+  // The detail may come in parentheses, `… (the process exited with code 1; stderr: …)`: the
+  // headline keeps the part before the stderr, without the parenthesis left open.
+  const open = headline.lastIndexOf(' (');
+  if (open !== -1 && !headline.slice(open).includes(')') && rest.endsWith(')')) {
+    headline = `${headline.slice(0, open)}: ${headline.slice(open + 2)}`;
+    rest = rest.slice(0, -1);
+  }
+  const lines = rest
     .split('\n')
     .map((line) => line.trimEnd())
     .filter((line) => line.length > 0);
   const tail = lines.slice(-STDERR_TAIL_LINES).join('\n');
-  return { headline: message.slice(0, at), stderr: tail.length > STDERR_TAIL_CHARS ? tail.slice(-STDERR_TAIL_CHARS) : tail };
+  return { headline, stderr: tail.length > STDERR_TAIL_CHARS ? tail.slice(-STDERR_TAIL_CHARS) : tail };
 }
 
 function toPlainError(error: unknown): { code: ErrorCode; message: string } {

@@ -102,10 +102,10 @@ describe('POST /workspace/mcp/reload-all', () => {
     const mark = marker('reload-settings');
     const doc = { mcpServers: { echo: echoWith(mark, 'one') }, daemon: { port: 7070 } };
     h = await harness(doc, { env: { NEW_CLIENT_TOKEN: 'new-client-token-0123' }, marks: [mark] });
-    expect((await h.request({ method: 'GET', url: '/healthz', token: 'new-client-token-0123' })).statusCode).toBe(401);
+    expect((await h.request({ method: 'GET', url: '/workspace/mcp', token: 'new-client-token-0123' })).statusCode).toBe(401);
     h.writeConfig({ ...doc, daemon: { port: 7071, clients: [{ id: 'new', tokenEnv: 'NEW_CLIENT_TOKEN', rights: ['read'] }] } });
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).json()).toMatchObject({ unchanged: ['echo'], needsRestart: ['port'] });
-    expect((await h.request({ method: 'GET', url: '/healthz', token: 'new-client-token-0123' })).statusCode).toBe(200);
+    expect((await h.request({ method: 'GET', url: '/workspace/mcp', token: 'new-client-token-0123' })).statusCode).toBe(200);
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all', token: 'new-client-token-0123' })).statusCode).toBe(403);
     expect(h.daemon.settings.port).toBe(7070);
   });

@@ -143,7 +143,8 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
             broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
           },
           failed: (error) => {
-            logger.warn({ error }, 'connection failed');
+            // The supervisor reports the failure (with its stderr tail) once; this is the actor's detail.
+            logger.debug({ error }, 'connection failed');
             connection = undefined;
             broadcast('status', { status: 'failed', generation: store.snapshot.generation, clientGeneration, error });
           },

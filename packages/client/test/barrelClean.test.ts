@@ -64,7 +64,9 @@ try { await import('node:fs'); } catch { blockedWorks = true; }
 const c = new client.McpoolClient({ token: 'x', baseUrl: 'http://127.0.0.1:1' });
 const state = client.reduceSessionViewState(client.INITIAL_SESSION_VIEW_STATE, { type: 'mcp_budget_warning', scope: 'workspace' });
 const frames = [];
-const sse = new client.SseParser({ onMessage: (m) => frames.push(m) });
+// The SSE parser is not public; the events() reader uses it, so it must load here too.
+const { SseParser } = await import(${JSON.stringify(pathToFileURL(join(dist, 'sse.js')).href)});
+const sse = new SseParser({ onMessage: (m) => frames.push(m) });
 sse.push('id: 1\\ndata: {"ok":true}\\n\\n');
 console.log(JSON.stringify({ blockedWorks, baseUrl: c.baseUrl, count: state.mcpBudgetWarningCount, code: client.ErrorCode.UNREACHABLE, frames, exports: Object.keys(client).sort() }));
 `,

@@ -52,10 +52,11 @@ const CALL_CODES = new Set<string>([
 ]);
 /**
  * What an acquire may fail with meanwhile: the entry or its actor died during the start (the
- * actor's `start` request then times out as CALL_TIMEOUT, or fails as ACTOR_DIED), or the
- * server did not come up in time.
+ * actor's `start` request then times out as CALL_TIMEOUT, or fails as ACTOR_DIED), the server
+ * was killed while it started (its era probe or `initialize` sees the connection close:
+ * SPAWN_FAILED), or the server did not come up in time.
  */
-const ACQUIRE_CODES = new Set<string>([ErrorCode.SERVER_FAILED, ErrorCode.ACTOR_DIED, ErrorCode.CALL_TIMEOUT, ErrorCode.SPAWN_TIMEOUT]);
+const ACQUIRE_CODES = new Set<string>([ErrorCode.SERVER_FAILED, ErrorCode.ACTOR_DIED, ErrorCode.CALL_TIMEOUT, ErrorCode.SPAWN_TIMEOUT, ErrorCode.SPAWN_FAILED]);
 
 /** The seeded plan: the chaos actions in order, and each session's run of entry choices. */
 const MAX_ACTIONS = Math.ceil(CHAOS_MS / 300) + 1;

@@ -300,6 +300,6 @@ describe('the ledger a pool keeps', () => {
     // 2. The next pool on the same state dir reaps it.
     newPool({ stateDir: dir });
     await vi.waitFor(() => expect(isRunning(serverPid)).toBe(false), WAIT);
-    expect(readdirSync(dir).filter((name) => name.endsWith('.json'))).toEqual(ownLedgers(dir).map((path) => path.slice(dir.length + 1)));
+    expect(readdirSync(dir).filter((name) => name.startsWith('pool-') && name.endsWith('.json'))).toEqual(ownLedgers(dir).map((path) => path.slice(dir.length + 1)));
   });
 });

@@ -37,7 +37,7 @@ describe('sharing policies', { timeout: 120_000 }, () => {
 
     expect(pidsWithMarker(mark)).toHaveLength(1);
     expect(new Set([await pidOf(a), await pidOf(b), await pidOf(c)]).size).toBe(1);
-    expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 3, status: 'active', sharing: 'shared' }]);
+    expect(pool.getSnapshot().servers.echo!.entrySummary).toEqual([{ entryIndex: 0, refs: 3, status: 'active', sharing: 'shared', era: 'legacy' }]);
   });
 
   it('per-principal: two principals get two processes, two sessions of one principal share one', async () => {
@@ -158,9 +158,10 @@ describe('sharing policies', { timeout: 120_000 }, () => {
     const cfg = fixtureConfig('echo.mjs', mark);
     await pool.acquire('legacy', cfg, 's1', { principal: 'alice' });
     await pool.acquire('legacy', cfg, 's2', { principal: 'bob' });
+    // The first acquire knows no era yet; the second sees the verdict the first connection settled.
     expect(asked).toEqual([
       { serverName: 'legacy', fingerprintEra: undefined },
-      { serverName: 'legacy', fingerprintEra: undefined },
+      { serverName: 'legacy', fingerprintEra: 'legacy' },
     ]);
     expect(pidsWithMarker(mark)).toHaveLength(2);
 

@@ -248,7 +248,8 @@ describe('mcpool serve (real process)', () => {
     expect(ofType('shutdown')).toEqual([{ type: 'shutdown', signal: 'SIGTERM' }]);
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5000, interval: 50 });
     expect(isAlive(daemon.pid!)).toBe(false);
-    const messages = stdout.map((line) => (JSON.parse(line) as { msg: string }).msg);
+    // The daemon's own lines (actor threads' records come through the same logger, tagged `actor`).
+    const messages = stdout.map((line) => JSON.parse(line) as { msg: string; component?: string }).filter((record) => record.component !== 'actor').map((record) => record.msg);
     // (each server's end is one `<name>#<i> gone` line among them)
     expect(messages.filter((msg) => !msg.endsWith(' gone')).slice(-4)).toEqual(['SIGTERM: shutting down', 'shutting down', 'pool drained', 'stopped']);
     // Nothing the daemon printed or answered holds the env secret.

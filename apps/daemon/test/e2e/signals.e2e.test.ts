@@ -65,7 +65,12 @@ async function serve(mark: string, servers: Record<string, unknown>, waitReady =
   return { child, lines, client, configPath, exited };
 }
 
-const messages = (d: Daemon): string[] => d.lines.map((line) => (JSON.parse(line) as { msg: string }).msg);
+/** The daemon's own lines (actor threads' records come through the same logger, tagged `actor`). */
+const messages = (d: Daemon): string[] =>
+  d.lines
+    .map((line) => JSON.parse(line) as { msg: string; component?: string })
+    .filter((record) => record.component !== 'actor')
+    .map((record) => record.msg);
 
 describe('mcpool serve signals', () => {
   it('SIGHUP reloads the config; SIGINT shuts down cleanly with exit code 0', async () => {
