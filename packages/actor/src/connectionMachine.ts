@@ -10,7 +10,7 @@
  * and failed. `active` has the sub-states serving / waiting (reconnect backoff) / reconnecting.
  */
 import { assign, setup } from 'xstate';
-import type { ActorStartArgs, WireError } from '@mcpool/protocol';
+import type { ActorStartArgs, ReconnectPolicy, WireError } from '@mcpool/protocol';
 import { ErrorCode, errorToWire } from '@mcpool/protocol/rpc';
 import { connectServer } from './actors/connectServer.js';
 import { shutdownConnection } from './actors/shutdownConnection.js';
@@ -27,16 +27,7 @@ export interface ConnectionHooks {
   retire(connection: ServerConnection): void;
 }
 
-export interface ReconnectPolicy {
-  /** How many reconnects are tried after a transport loss before the entry fails. */
-  attempts: number;
-  initialDelayMs: number;
-  maxDelayMs: number;
-  /** 1 for a fixed delay. */
-  factor: number;
-  /** The wait before the first attempt after a loss, when it differs. @default initialDelayMs */
-  firstDelayMs?: number | undefined;
-}
+export type { ReconnectPolicy } from '@mcpool/protocol';
 
 export interface ConnectionInput {
   args: Pick<ActorStartArgs, 'spawnTimeoutMs' | 'drainDelayMs' | 'maxIdleMs'>;

@@ -34,6 +34,7 @@ import {
   type LogLevel,
   type Logger,
   type PoolEvent,
+  type ReconnectPolicy,
   type ServerConfig,
   type SharingPolicy,
   type TransportKind,
@@ -131,17 +132,6 @@ export interface McpTransportPoolOptions {
    * command line: read from `/proc`, so this reaps on Linux only). Turns the ledger on. @default false
    */
   reapLeftovers?: boolean;
-}
-
-/** Reconnect backoff after a transport loss: the n-th try waits `initialDelayMs × factor^(n-1)`, at most `maxDelayMs`. */
-export interface ReconnectPolicy {
-  /** Tries before the entry is given up as failed. */
-  attempts: number;
-  initialDelayMs: number;
-  maxDelayMs: number;
-  factor: number;
-  /** The wait before the first try, when it differs. @default initialDelayMs */
-  firstDelayMs?: number | undefined;
 }
 
 /** One entry's outcome of `restartByName`. */

@@ -64,6 +64,7 @@ export type {
   LogRecord,
   Logger,
   ProgressInfo,
+  ReconnectPolicy,
   RestartOutcome,
   UpstreamNotification,
   ViewClientInfo,

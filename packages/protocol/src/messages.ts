@@ -12,6 +12,18 @@ import type { ServerConfig } from './config.js';
 import type { WireError } from './errors.js';
 import type { DisconnectReason, EntryStatus, ServerSnapshot } from './events.js';
 
+/** Reconnect backoff after a transport loss: the n-th try waits `initialDelayMs × factor^(n-1)`, at most `maxDelayMs`. */
+export interface ReconnectPolicy {
+  /** Tries before the entry is given up as failed. */
+  attempts: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** 1 for a fixed delay. */
+  factor: number;
+  /** The wait before the first try, when it differs. @default initialDelayMs */
+  firstDelayMs?: number | undefined;
+}
+
 /** What the supervisor hands an actor when it starts one. */
 export interface ActorStartArgs {
   serverName: string;
@@ -33,7 +45,7 @@ export interface ActorStartArgs {
    * Reconnects after a transport loss. `firstDelayMs` is the wait before the first try.
    * @default stdio: 3 tries, the first at once, then 500 ms apart; remote: 5 tries, 1 s doubling to 16 s
    */
-  reconnect?: { attempts: number; initialDelayMs: number; maxDelayMs: number; factor: number; firstDelayMs?: number | undefined } | undefined;
+  reconnect?: ReconnectPolicy | undefined;
   /** The era a cached verdict names for this config (skips the probe for legacy); absent → probe. */
   era?: 'legacy' | 'modern' | undefined;
   /** How long the era probe waits for `server/discover` before it counts the server as legacy. @default a third of `spawnTimeoutMs`, 1–10 s */
