@@ -8,7 +8,7 @@ const boundary = (forbidden, message) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**', 'test-results/**', 'bench-results/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**', 'test-results/**', 'bench-results/**', 'docs/api/**'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     // Type information comes from the tsconfig.json nearest each file: a package's own for `src`,
