@@ -12,6 +12,11 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // One retry: a test whose behaviour broke fails twice and stays red, while one that lost a
+    // race with a loaded machine's scheduler gets a second chance. Every retried test is named
+    // (the default reporter marks it, and CI's closing lines list it as flaky), so a flake is
+    // seen and mended, not hidden.
+    retry: 1,
     // Pools log to stderr at 'warn' by default; tests that read logs set their own logger.
     env: { MCPOOL_LOG_LEVEL: process.env.MCPOOL_LOG_LEVEL ?? 'silent' },
     reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results/vitest.json' }]] : ['default'],
