@@ -137,7 +137,7 @@ export class ServerConnection {
     this.lists = emptyLists();
     client.setHooks({
       request: (method, params, signal) => {
-        if (this.#hooks === undefined) return Promise.reject(new PoolError(ErrorCode.UPSTREAM_ERROR, `mcpool cannot route ${method} yet`, { data: { mcpCode: -32603 } }));
+        if (this.#hooks === undefined) return Promise.reject(new PoolError(ErrorCode.DOWNSTREAM_ERROR, `mcpool cannot route ${method} yet`, { data: { mcpCode: -32603 } }));
         return this.#hooks.request(method, params, signal);
       },
       notification: (method, params) => this.#onNotification(method, params),

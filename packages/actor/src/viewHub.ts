@@ -92,13 +92,13 @@ export class ViewHub {
     const owner = this.attribute();
     if (owner.view === undefined) {
       const why = owner.busy === 0 ? 'no session has a call in flight' : `${owner.busy} sessions have calls in flight, and the request names none`;
-      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `mcpool cannot route ${method}: ${why}`, { data: { mcpCode: -32603 } });
+      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `mcpool cannot route ${method}: ${why}`, { data: { mcpCode: -32603 } });
     }
     try {
       return await owner.view.channel.request<Record<string, unknown>>('serverRequest', { method, params }, { signal, timeoutMs: this.#deps.callTimeoutMs });
     } catch (error) {
       if (error instanceof PoolError && typeof error.data?.mcpCode === 'number') throw error;
-      throw new PoolError(ErrorCode.UPSTREAM_ERROR, (error as Error).message, { data: { mcpCode: -32603 } });
+      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, (error as Error).message, { data: { mcpCode: -32603 } });
     }
   }
 

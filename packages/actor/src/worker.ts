@@ -15,6 +15,7 @@ import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpo
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
+import { UpstreamHttpError, UpstreamNetworkError } from './transports/upstreamTransport.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
@@ -214,7 +215,12 @@ function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal,
       clientGeneration: generation,
     });
   }
-  return new PoolError(ErrorCode.UPSTREAM_ERROR, (error as Error)?.message ?? String(error), { cause: error });
+  // The server answered with something that is not a JSON-RPC answer, or could not be reached:
+  // its fault or the network's. Anything else thrown here is a bug in mcpool.
+  if (error instanceof UpstreamHttpError || error instanceof UpstreamNetworkError) {
+    return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, error instanceof UpstreamHttpError ? { cause: error, data: { httpStatus: error.status } } : { cause: error });
+  }
+  return new PoolError(ErrorCode.INTERNAL, (error as Error)?.message ?? String(error), { cause: error });
 }
 
 let restartInFlight: Promise<RestartOutcome> | undefined;

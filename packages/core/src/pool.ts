@@ -478,7 +478,7 @@ export class McpTransportPool {
           throw error;
         }
       }
-      throw new PoolError(ErrorCode.SPAWN_FAILED, `${name}: the entry kept closing under ${ATTACH_ATTEMPTS} attaches`);
+      throw new PoolError(ErrorCode.ENTRY_UNSTABLE, `${name}: the entry kept closing under ${ATTACH_ATTEMPTS} attaches`);
     } finally {
       tokens.delete(token);
       if (tokens.size === 0 && this.#pending.get(sessionId) === tokens) this.#pending.delete(sessionId);
@@ -940,7 +940,7 @@ export class McpTransportPool {
       if (payload.status === 'disconnected') {
         this.#emit({ ...base, type: 'disconnected', reason: payload.reason ?? 'transport_closed' });
         if (payload.reason !== 'restart') {
-          this.#recordFailure(entry, { code: ErrorCode.CALL_INTERRUPTED, message: `the transport of ${entry.serverName} was lost` });
+          this.#recordFailure(entry, { code: ErrorCode.ENTRY_LOST, message: `the transport of ${entry.serverName} was lost` });
         }
       }
       else if (payload.status === 'reconnected') this.#emit({ ...base, type: 'reconnected', clientGeneration: payload.clientGeneration });

@@ -275,7 +275,7 @@ export class PooledConnection {
   async #onServerRequest(op: string, opArgs: unknown, signal: AbortSignal): Promise<unknown> {
     const request = opArgs as { method: string; params: Record<string, unknown> };
     if (op !== 'serverRequest' || this.#serverRequestHandler === undefined) {
-      throw new PoolError(ErrorCode.UPSTREAM_ERROR, `this session does not handle ${request?.method ?? op}`, { data: { mcpCode: -32601 } });
+      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `this session does not handle ${request?.method ?? op}`, { data: { mcpCode: -32601 } });
     }
     return this.#serverRequestHandler(request, signal);
   }

@@ -1,5 +1,5 @@
 /**
- * Fault isolation and process hygiene (issue 3; seed §21.6, §21.7, §21.12, §21.16) with real
+ * Fault isolation and process hygiene with real
  * children and real actor threads. Every process is counted by a marker unique to its test.
  */
 import { describe, expect, it, vi } from 'vitest';
@@ -82,7 +82,7 @@ describe('transport loss', () => {
     expect(view.status).toBe('failed');
     await expect(view.callTool('echo', { text: 'x' })).rejects.toBeInstanceOf(PoolError);
     const refused = await pool.acquire('flaky', cfg, 's2').catch((e: unknown) => e);
-    expect(refused).toMatchObject({ code: ErrorCode.SERVER_FAILED, data: { serverName: 'flaky', lastError: { code: ErrorCode.CALL_INTERRUPTED } } });
+    expect(refused).toMatchObject({ code: ErrorCode.SERVER_FAILED, data: { serverName: 'flaky', lastError: { code: ErrorCode.ENTRY_LOST } } });
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 20_000, interval: 20 });
     expect(pool.getSnapshot().servers.flaky).toMatchObject({ status: 'failed', mcpStatus: 'DISCONNECTED', entrySummary: [{ entryIndex: 0, refs: 0, status: 'failed' }] });
     expect(events.filter((event) => event.type === 'failed')).toHaveLength(1);
@@ -151,7 +151,7 @@ describe('actor death is contained', () => {
   }
 });
 
-/** The three awkward trees of issue 3, each tagged with the test's marker. */
+/** Three awkward process trees (a shell root with background jobs, an npx-like wrapper, a SIGTERM-ignoring server), each tagged with the test's marker. */
 function awkwardServers(mark: string): Record<string, Record<string, unknown>> {
   return {
     // `--norc` everywhere: bash reads ~/.bashrc when its stdin is a socket (Node's pipes are

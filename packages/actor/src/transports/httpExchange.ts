@@ -15,6 +15,7 @@
  * another origin, so a 3xx is an answer like any other non-2xx.
  */
 import type { Agent as HttpAgent, IncomingMessage, RequestOptions } from 'node:http';
+import { UpstreamNetworkError } from './upstreamTransport.js';
 
 export interface HttpRequest {
   method: 'GET' | 'POST' | 'DELETE';
@@ -42,10 +43,10 @@ export interface HttpExchange {
 }
 
 /** A network failure: the request never got an HTTP answer. `cause` is the underlying error. */
-export function networkError(request: HttpRequest, cause: unknown): Error {
+export function networkError(request: HttpRequest, cause: unknown): UpstreamNetworkError {
   const code = (cause as NodeJS.ErrnoException | undefined)?.code ?? (cause as { cause?: NodeJS.ErrnoException } | undefined)?.cause?.code;
   const detail = typeof code === 'string' ? code : cause instanceof Error ? cause.message : String(cause);
-  return new Error(`${request.method} ${displayUrl(request.url)} failed: ${detail}`, { cause });
+  return new UpstreamNetworkError(`${request.method} ${displayUrl(request.url)} failed: ${detail}`, { cause });
 }
 
 /** The url without userinfo, query or fragment: safe for messages and logs. */

@@ -47,6 +47,11 @@ export class UpstreamHttpError extends Error {
   }
 }
 
+/** A request that never got an HTTP answer (refused, reset, DNS, TLS); `cause` is the system error. */
+export class UpstreamNetworkError extends Error {
+  override name = 'UpstreamNetworkError';
+}
+
 export interface UpstreamTransport {
   /** Open the connection (spawn the child, open the socket); resolves when messages can be sent. */
   start(): Promise<void>;
