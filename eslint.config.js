@@ -1,5 +1,5 @@
-// Lint: type-aware TypeScript rules, camelCase file names, and the package boundaries of
-// STYLE.md §2 — `actor` and `core` share only `protocol`; `client` sees `protocol` types only.
+// Lint: type-aware TypeScript rules, camelCase file names, and the package boundaries —
+// `actor` and `core` share only `protocol`; `client` sees `protocol` types only.
 import tseslint from 'typescript-eslint';
 import unicorn from 'eslint-plugin-unicorn';
 

@@ -1,5 +1,5 @@
 /**
- * Package boundaries (STYLE.md §2), checked from the sources as well as by the lint rule:
+ * Package boundaries, checked from the sources as well as by the lint rule:
  * `protocol` imports no other layer; `actor` and `core` share only `protocol`; `core` never
  * imports the SDK or xstate (it never speaks MCP itself: views talk to actors).
  */

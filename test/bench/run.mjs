@@ -206,7 +206,7 @@ async function main() {
 
   const targets = results.flatMap((r) => (r.targets ?? []).map((t) => ({ part: r.part, ...t })));
   if (targets.length > 0) {
-    console.log('\n## Targets (issue 6) — reported, never asserted');
+    console.log('\n## Targets — reported, never asserted');
     for (const t of targets) console.log(`  part ${t.part}  ${t.label}: ${t.measured} ${t.mark}`);
   }
 

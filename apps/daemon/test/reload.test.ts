@@ -1,5 +1,5 @@
 /**
- * Reload (seed §16): a changed fingerprint gets a new entry for new acquires while the old one
+ * Reload: a changed fingerprint gets a new entry for new acquires while the old one
  * keeps its sessions, and drains when they leave; an invalid file changes nothing (409);
  * live settings (client tokens) apply at once, others are reported as needing a restart.
  */

@@ -1,6 +1,6 @@
 /**
  * The REST routes through `app.inject()`, over a real daemon whose pool runs fixture servers:
- * shapes (seed §8.3, §13, §14), the security checks on every route (S-1, S-2, S-4, S-5), the
+ * shapes, the security checks on every route (token, Host allow-list, Origin, rights), the
  * error body and its statuses (400/401/403/404/409/413/415), sessions with injected servers,
  * restart shapes, metrics and the OpenAPI description.
  */

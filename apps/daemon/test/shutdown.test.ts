@@ -1,5 +1,5 @@
 /**
- * Shutdown in the seed's order (§17): stop accepting → cancel in-flight calls → release every
+ * Shutdown in its order: stop accepting → cancel in-flight calls → release every
  * session → drainAll (graceful: stdin EOF → SIGTERM → SIGKILL per server, forced only past the
  * deadline); nothing of the servers survives.
  */

@@ -1,5 +1,5 @@
 /**
- * The connection machine alone: its delays run on xstate's SimulatedClock (STYLE §7), and
+ * The connection machine alone: its delays run on xstate's SimulatedClock (no real time in a machine test), and
  * `hooks.open` hands out fake connections whose transport loss the test triggers by hand.
  * The real actors (connectServer, watchConnection, shutdownConnection) are kept: the fakes sit
  * one level lower, where the worker would open a real ServerConnection.

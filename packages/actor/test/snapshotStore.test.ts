@@ -1,7 +1,6 @@
 /**
- * SnapshotStore: resets per transport incarnation, and the list_changed refresh guards
- * (seed §21.5, DESIGN §4): a stale result never overwrites, a failed list keeps the old one,
- * refreshes of one list coalesce.
+ * SnapshotStore: resets per transport incarnation, and the list_changed refresh guards: a stale
+ * result never overwrites, a failed list keeps the old one, refreshes of one list coalesce.
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { ServerSnapshot, ToolInfo } from '@mcpool/protocol';

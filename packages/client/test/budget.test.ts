@@ -1,5 +1,5 @@
 /**
- * The budget reducer of seed §11.4 / §21.14: workspace-scoped events increment every attached
+ * The budget reducer: workspace-scoped events increment every attached
  * session at once; an event without scope (an old daemon) is session-scoped.
  */
 import { describe, expect, it } from 'vitest';
@@ -58,7 +58,7 @@ describe('reduceSessionViewState', () => {
 describe('reduceSessionViewStates', () => {
   const two = (): Record<string, DaemonSessionViewState> => ({ a: INITIAL_SESSION_VIEW_STATE, b: INITIAL_SESSION_VIEW_STATE });
 
-  it('increments every subscribed session at once for a workspace-scoped event (§21.14)', () => {
+  it('increments every subscribed session at once for a workspace-scoped event', () => {
     const next = reduceSessionViewStates(reduceSessionViewStates(two(), warning), refused);
     expect(next.a).toEqual(next.b);
     expect(next.a!.mcpBudgetWarningCount).toBe(1);

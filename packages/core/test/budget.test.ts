@@ -1,5 +1,5 @@
 /**
- * The workspace budget (seed §21.8, DESIGN §5): unit rules on WorkspaceBudget, then the pool
+ * The workspace budget: unit rules on WorkspaceBudget, then the pool
  * counting live entries, warning every session once, and refusing in `enforce` mode.
  */
 import { afterEach, describe, expect, it } from 'vitest';

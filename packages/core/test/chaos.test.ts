@@ -1,5 +1,5 @@
 /**
- * The chaos run of issue 3: 4 entries, 16 sessions calling concurrently, random server kills
+ * The chaos run: 4 entries, 16 sessions calling concurrently, random server kills
  * (SIGKILL by marker) and actor-thread crashes (throw / exit through the crashable test worker)
  * for CHAOS_MS → every call resolves or fails with one of the codes a lost transport may give,
  * none hangs, and no process of the pool is left at the end.

@@ -1,5 +1,5 @@
 /**
- * Credential isolation (seed §21.10) and the unpooled path: configs that differ in an env token
+ * Credential isolation and the unpooled path: configs that differ in an env token
  * or an Authorization header never share a connection, and each session's calls reach its own.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Crash leftovers (issue 3 §7) with real processes: the pool records the process groups it owns
+ * Crash leftovers with real processes: the pool records the process groups it owns
  * in `<stateDir>/pool-<pid>-<hex>.json`; the next pool kills the groups a dead owner left, and
  * only when the leader's pid, start time and command line still match the record.
  *

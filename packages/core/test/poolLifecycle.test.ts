@@ -1,5 +1,5 @@
 /**
- * Pool lifecycle against real fixture servers and real actor threads (seed §21.2, §21.3).
+ * Pool lifecycle against real fixture servers and real actor threads.
  * Processes are counted by a marker argument unique to each test.
  */
 import { describe, expect, it, vi } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Per-session views over one shared entry (seed §21.4, §21.5): filters, trust, prompts,
+ * Per-session views over one shared entry: filters, trust, prompts,
  * list_changed fan-out, snapshot replay, and the generation guard.
  */
 import { describe, expect, it, vi } from 'vitest';

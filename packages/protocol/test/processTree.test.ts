@@ -1,5 +1,5 @@
 /**
- * processTree against real processes (issue 3 §4: one `ps` snapshot walked in memory, fallback
+ * processTree against real processes (one `ps` snapshot walked in memory, fallback
  * BFS, graceful degradation; never signal a recycled pid).
  *
  * Every tree is a `bash -c …` started detached (its own process group), with a marker unique to

@@ -2,7 +2,7 @@
  * RpcChannel over real ports: a `MessageChannel` with both ends in this thread, and a real
  * worker thread (`fixtures/rpcWorker.mjs`, which imports the compiled `@mcpool/protocol`).
  * Everything is imported from `@mcpool/protocol` too, so `instanceof` compares the same classes
- * the worker throws. Real timers only: there are real ports and threads here (STYLE §7).
+ * the worker throws. Real timers only: there are real ports and threads here, which a fake clock cannot drive.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';

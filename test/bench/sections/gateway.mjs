@@ -342,7 +342,7 @@ function report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRoun
     }
   }
 
-  // Targets (issue 6): daemon /mcp p50 ≤ 0.5× mcp-hub's; calls/s at concurrency 16 ≥ 2× the best peer.
+  // Targets: daemon /mcp p50 ≤ 0.5× mcp-hub's; calls/s at concurrency 16 ≥ 2× the best peer.
   const targets = [];
   const hub = byId.get('mcp-hub');
   for (const id of DAEMON_PATHS) {
