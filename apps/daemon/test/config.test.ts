@@ -207,6 +207,15 @@ describe('VS Code files (JSONC and variables)', () => {
     expect(config.warnings.map((warning) => warning.path)).toEqual(['servers.memory.envFile']);
   });
 
+  it('a setting that no longer has an effect still loads, with a warning naming it', async () => {
+    const path = join(tempDir(), 'mcpool.json');
+    writeFileSync(path, JSON.stringify({ mcpServers: { a: { command: 'node' } }, daemon: { statusPollMs: 500, heartbeatMs: 2000 } }));
+    const config = await loadConfig({ kind: 'file', path, origin: 'flag' }, {});
+    expect(config.warnings).toEqual([{ path: 'daemon.statusPollMs', message: expect.stringContaining('no effect') as unknown }]);
+    expect(config.settings.heartbeatMs).toBe(2000);
+    expect(Object.hasOwn(config.settings, 'statusPollMs')).toBe(false);
+  });
+
   it('any other file: ${workspaceFolder} is the folder it is in', async () => {
     const dir = tempDir();
     const path = join(dir, '.mcp.json');

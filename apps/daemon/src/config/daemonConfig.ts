@@ -69,8 +69,6 @@ export interface DaemonSettings {
   keepWarm: boolean;
   /** SSE heartbeat interval. @default 15000 */
   heartbeatMs: number;
-  /** How often entry states are compared for lifecycle events and log lines. @default 250 */
-  statusPollMs: number;
   /** @default 'info' */
   logLevel: LogLevel;
   /** Reload when the config file changes. @default true */
@@ -130,7 +128,6 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   bodyLimitBytes: 256 * 1024,
   keepWarm: true,
   heartbeatMs: 15_000,
-  statusPollMs: 250,
   logLevel: 'info',
   watchConfig: true,
   mcpSessionTtlMs: 30 * 60 * 1000,
@@ -175,6 +172,8 @@ export const daemonSectionSchema = z
     bodyLimitBytes: z.number().int().min(1024).max(16 * 1024 * 1024),
     keepWarm: z.boolean(),
     heartbeatMs: z.number().int().min(10).max(600_000),
+    // Accepted so a config written for an older daemon still loads; it has no effect (lifecycle
+    // events come from the pool itself) and a warning says so.
     statusPollMs: z.number().int().min(10).max(60_000),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     watchConfig: z.boolean(),
@@ -271,9 +270,10 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     }
   }
   if (issues.length > 0) throw new ConfigError(issues, file);
+  const { statusPollMs: _noEffect, ...known } = section;
   const merged: DaemonSettings = {
     ...DEFAULT_SETTINGS,
-    ...stripUndefined(section),
+    ...stripUndefined(known),
     ...stripUndefined(fromEnv),
     budget: { ...DEFAULT_SETTINGS.budget, ...stripUndefined(section.budget ?? {}), ...stripUndefined(fromEnv.budget ?? {}) },
   };
@@ -349,5 +349,10 @@ export async function loadConfig(source: ConfigSource, env: Record<string, strin
   const settings = collect(() => resolveSettings(doc, env, overrides, file));
   const parsed = collect(() => parseServersDocument(doc, { env, ...(file === undefined ? {} : { file, variables: { workspaceFolder: workspaceFolderOf(file) } }) }));
   if (settings === undefined || parsed === undefined) throw new ConfigError(problems, file);
-  return { source, servers: parsed.servers, settings, warnings: parsed.warnings, digest: createHash('sha256').update(text).digest('hex') };
+  const warnings = [...parsed.warnings];
+  const daemonRaw = typeof doc === 'object' && doc !== null ? (doc as { daemon?: unknown }).daemon : undefined;
+  if (typeof daemonRaw === 'object' && daemonRaw !== null && Object.hasOwn(daemonRaw, 'statusPollMs')) {
+    warnings.push({ path: 'daemon.statusPollMs', message: 'has no effect any more (lifecycle events come from the pool); remove it' });
+  }
+  return { source, servers: parsed.servers, settings, warnings, digest: createHash('sha256').update(text).digest('hex') };
 }
