@@ -54,9 +54,17 @@ const CALL_CODES = new Set<string>([
  * What an acquire may fail with meanwhile: the entry or its actor died during the start (the
  * actor's `start` request then times out as CALL_TIMEOUT, or fails as ACTOR_DIED), the server
  * was killed while it started (its era probe or `initialize` sees the connection close:
- * SPAWN_FAILED), or the server did not come up in time.
+ * SPAWN_FAILED), the server did not come up in time, or the entry closed under every one of the
+ * acquire's attaches (ENTRY_UNSTABLE: killed again each time the acquire took a fresh one).
  */
-const ACQUIRE_CODES = new Set<string>([ErrorCode.SERVER_FAILED, ErrorCode.ACTOR_DIED, ErrorCode.CALL_TIMEOUT, ErrorCode.SPAWN_TIMEOUT, ErrorCode.SPAWN_FAILED]);
+const ACQUIRE_CODES = new Set<string>([
+  ErrorCode.SERVER_FAILED,
+  ErrorCode.ACTOR_DIED,
+  ErrorCode.CALL_TIMEOUT,
+  ErrorCode.SPAWN_TIMEOUT,
+  ErrorCode.SPAWN_FAILED,
+  ErrorCode.ENTRY_UNSTABLE,
+]);
 
 /** The seeded plan: the chaos actions in order, and each session's run of entry choices. */
 const MAX_ACTIONS = Math.ceil(CHAOS_MS / 300) + 1;
