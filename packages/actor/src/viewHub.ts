@@ -15,12 +15,17 @@ import type { MessagePort } from 'node:worker_threads';
 import type { CallEvent, RpcHandlerContext, ServerSnapshot, UpstreamNotification, ViewClientInfo, ViewEvents, ViewRequestArgs } from '@mcpool/protocol';
 import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import type { ListenFilter, ServerConnection } from './serverConnection.js';
+import { HEADER_MISMATCH, jsonRpcErrorIn } from './transports/httpBody.js';
+import { UpstreamHttpError } from './transports/upstreamTransport.js';
+import { UpstreamRpcError } from './upstreamClient.js';
 
 export interface ViewHubDeps {
   /** The live connection and its generation; throws a typed error while there is none. */
   live(): { conn: ServerConnection; generation: number };
   callTimeoutMs: number;
   mapError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError;
+  /** Re-lists the server's tools on `conn` and applies the result; never rejects. */
+  relistTools(conn: ServerConnection, generation: number): Promise<void>;
   logger: { warn(obj: object, msg?: string): void };
 }
 
@@ -157,8 +162,8 @@ export class ViewHub {
     const { conn, generation } = this.#deps.live();
     state.inflight.add(ctx);
     if (args.wantNotifications) this.#listening.add(ctx);
-    try {
-      return await conn.request(args.method, args.params, {
+    const send = (): Promise<Record<string, unknown>> =>
+      conn.request(args.method, args.params, {
         view: state.client,
         timeoutMs: args.timeoutMs ?? this.#deps.callTimeoutMs,
         maxTotalTimeoutMs: args.maxTotalTimeoutMs,
@@ -166,6 +171,18 @@ export class ViewHub {
         signal: args.cancellable ? ctx.signal : undefined,
         onProgress: args.wantProgress ? (progress) => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent) : undefined,
       });
+    try {
+      try {
+        return await send();
+      } catch (error) {
+        // A modern HTTP server refuses a call whose mirrored `Mcp-Param-*` headers do not match
+        // the tool's current schema: its tools changed since they were listed. Re-list them
+        // once (the transport learns the new header declarations from the answer, and every
+        // view gets the new list) and retry once; a second refusal goes to the caller.
+        if (args.method !== 'tools/call' || !isHeaderMismatch(error) || ctx.signal.aborted) throw error;
+        await this.#deps.relistTools(conn, generation);
+        return await send();
+      }
     } catch (error) {
       throw this.#deps.mapError(error, args.cancellable === true, ctx.signal, generation, conn);
     } finally {
@@ -201,4 +218,10 @@ export class ViewHub {
     if (conn.era === 'modern') await conn.listen(this.listenFilter(conn));
     else await conn.request('resources/unsubscribe', { uri }, { timeoutMs: this.#deps.callTimeoutMs });
   }
+}
+
+/** Whether an upstream refused a request with the header-mismatch error (in a 400's body, or as a JSON-RPC error). */
+function isHeaderMismatch(error: unknown): boolean {
+  if (error instanceof UpstreamRpcError) return error.code === HEADER_MISMATCH;
+  return error instanceof UpstreamHttpError && jsonRpcErrorIn(error.body)?.code === HEADER_MISMATCH;
 }

@@ -16,6 +16,7 @@ import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionM
 import { ServerConnection } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
 import { UpstreamHttpError, UpstreamNetworkError } from './transports/upstreamTransport.js';
+import { jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
@@ -42,6 +43,7 @@ const hub: ViewHub = new ViewHub({
     return args?.callTimeoutMs ?? 60_000;
   },
   mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
+  relistTools: (conn, generation) => store.refresh('tools', conn, generation),
   get logger() {
     return logger;
   },
@@ -217,9 +219,14 @@ function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal,
   }
   // The server answered with something that is not a JSON-RPC answer, or could not be reached:
   // its fault or the network's. Anything else thrown here is a bug in mcpool.
-  if (error instanceof UpstreamHttpError || error instanceof UpstreamNetworkError) {
-    return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, error instanceof UpstreamHttpError ? { cause: error, data: { httpStatus: error.status } } : { cause: error });
+  if (error instanceof UpstreamHttpError) {
+    // A modern server answers some refusals (a header mismatch, a missing capability) with a
+    // 4xx whose body is the JSON-RPC error: the caller gets its code, as for any server error.
+    const rpc = jsonRpcErrorIn(error.body);
+    const data = rpc === undefined ? { httpStatus: error.status } : { httpStatus: error.status, mcpCode: rpc.code, ...(rpc.data === undefined ? {} : { mcpData: rpc.data }) };
+    return new PoolError(ErrorCode.UPSTREAM_ERROR, rpc?.message ?? error.message, { cause: error, data });
   }
+  if (error instanceof UpstreamNetworkError) return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { cause: error });
   return new PoolError(ErrorCode.INTERNAL, (error as Error)?.message ?? String(error), { cause: error });
 }
 

@@ -39,6 +39,46 @@ describe('HTTP upstreams of both eras', () => {
     expect(server.exchanges.some((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'initialize')).toBe(false);
   }, LONG);
 
+  it('a call refused for a header mismatch (-32020) re-lists the tools and is retried once with the new header', async () => {
+    const server: HttpModernServer = await startHttpModernServer({ legacy: 'reject' });
+    servers.push(server);
+    const pool = newPool({ stateDir: false });
+    const view = await pool.acquire('modern', { type: 'http', url: server.url }, 's1');
+    expect(textOf(await view.callTool('regional', { region: 'eu', text: 'one' }))).toBe('eu: one');
+    const listsBefore = server.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/list').length;
+
+    // The server now mirrors `region` in another header, and says nothing: the pool's schema is stale.
+    server.setRegionHeader('Zone');
+    const changed = new Promise<void>((resolve) => view.on('toolsChanged', () => resolve()));
+    expect(textOf(await view.callTool('regional', { region: 'us', text: 'two' }))).toBe('us: two');
+    const calls = server.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/call');
+    const [refused, retried] = calls.slice(-2);
+    expect(refused?.status).toBe(400);
+    expect(refused?.headers['mcp-param-region']).toBe('us');
+    expect(retried?.status).toBe(200);
+    expect(retried?.headers['mcp-param-zone']).toBe('us');
+    // One re-list, whose answer every view of the entry gets.
+    const listsAfter = server.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/list').length;
+    expect(listsAfter).toBe(listsBefore + 1);
+    await changed;
+    const regional = view.tools.find((tool) => tool.name === 'regional');
+    expect(JSON.stringify(regional?.inputSchema)).toContain('"x-mcp-header":"Zone"');
+
+    // A refusal the re-list does not cure (the header changes on every request) reaches the
+    // caller after one retry, with the server's code.
+    let round = 0;
+    server.setRegionHeader(() => `Shifting${++round}`);
+    const callsBefore = calls.length;
+    const failure = await view.callTool('regional', { region: 'eu', text: 'three' }).then(
+      () => undefined,
+      (error: unknown) => error as { code?: string; data?: Record<string, unknown> },
+    );
+    expect(failure?.code).toBe(ErrorCode.UPSTREAM_ERROR);
+    expect(failure?.data).toMatchObject({ httpStatus: 400, mcpCode: -32020 });
+    const callsNow = server.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/call');
+    expect(callsNow.length - callsBefore).toBe(2);
+  }, LONG);
+
   it('a legacy v1 HTTP server refuses the probe and is initialized in the legacy era', async () => {
     const server: HttpLegacyServer = await startHttpLegacyServer({});
     servers.push(server);

@@ -86,3 +86,6 @@ export function jsonRpcErrorIn(body: string): { code: number; message: string; d
   if (typeof error.code !== 'number' || typeof error.message !== 'string') return undefined;
   return error as { code: number; message: string; data?: unknown };
 }
+
+/** JSON-RPC code of a modern HTTP server's refusal: the mirrored headers do not match the body. */
+export const HEADER_MISMATCH = -32020;
