@@ -113,6 +113,8 @@ export const acquireSection = {
     const warm = summarize(samples.warm);
     const reacq = summarize(samples.reacquire);
     const cold = summarize(samples.cold);
+    const spare = summarize(samples.coldSpare);
+    const direct = summarize(samples.direct);
     const judged = (ok, ...values) => (values.every(Number.isFinite) ? ok : undefined);
     return {
       tables: [
@@ -125,6 +127,8 @@ export const acquireSection = {
       ],
       targets: [
         target('warm acquire p50 ≤ 1 ms', `${fmt(warm.p50, 3)} ms`, judged(warm.p50 <= 1, warm.p50)),
+        target('cold acquire with the warm spare ≤ 1.1× a direct connect + tools/list (p50)', `${fmtRatio(ratio(spare.p50, direct.p50))}`, judged(spare.p50 <= 1.1 * direct.p50, spare.p50, direct.p50)),
+        target('cold acquire on a fresh pool ≤ 1.5× a direct connect + tools/list (p50)', `${fmtRatio(ratio(cold.p50, direct.p50))}`, judged(cold.p50 <= 1.5 * direct.p50, cold.p50, direct.p50)),
         target('re-acquire after drain cheaper than a cold acquire (p50)', `${fmt(reacq.p50)} vs ${fmt(cold.p50)} ms (${fmtRatio(ratio(reacq.p50, cold.p50))})`, judged(reacq.p50 < cold.p50, reacq.p50, cold.p50)),
       ],
       raw: { rounds, drainDelayMs: DRAIN_MS, warmPerRound: WARM_PER_ROUND, samplesMs: samples, errors: measured.errors, poolEvents: measured.events },

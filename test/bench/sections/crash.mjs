@@ -495,6 +495,7 @@ export const crashSection = {
       ],
       targets: [
         target('crash under load: 0 errors on the unaffected entries', `${unaffectedErrorCount}${unaffectedStopped ? ' (and lanes stopped)' : ''}`, unaffectedErrorCount === 0 && !unaffectedStopped),
+        target('child killed → in-flight call rejected, p50 ≤ 10 ms', `${fmt(median(rejects.map((x) => x.ms)))} ms (${rejects.length} calls)`, rejects.length > 0 ? median(rejects.map((x) => x.ms)) <= 10 : undefined),
         target('crash under load: unaffected p99 ≤ 1.5× the calm run', `${vsCalm.p99.text} (p50 ${vsCalm.p50.text})`, judged(vsCalm.p99.median, vsCalm.p99.median <= 1.5)),
         target('crash under load: unaffected p99 ≤ 1.5× the same-load control (victim idle)', `${vsIdle.p99.text} (p50 ${vsIdle.p50.text})`, judged(vsIdle.p99.median, vsIdle.p99.median <= 1.5)),
         target(
