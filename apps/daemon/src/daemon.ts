@@ -402,7 +402,7 @@ export class Daemon {
       // A stdio server is a command run for a client, so every such launch is logged (command
       // only: never env or headers).
       for (const [name, config] of Object.entries(injected)) {
-        this.#logger.info({ sessionId: session.id, client: principal.id, server: name, transport: config.transport, command: config.command }, 'session injects a server');
+        this.#logger.debug({ sessionId: session.id, client: principal.id, server: name, transport: config.transport, command: config.command }, 'session injects a server');
       }
     }
     await Promise.all(
@@ -422,7 +422,7 @@ export class Daemon {
       }),
     );
     if (session.closed) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${session.id} was closed while its servers started`);
-    this.#logger.info({ sessionId: session.id, client: principal.id, servers: plan.size }, 'session created');
+    this.#logger.debug({ sessionId: session.id, client: principal.id, servers: plan.size }, 'session created');
     this.#publish({ type: 'session_created', sessionId: session.id, clientId: principal.id });
     return this.#info(session);
   }
@@ -447,7 +447,7 @@ export class Daemon {
     this.#sessions.delete(id);
     session.closed = true;
     await this.pool.releaseSession(id);
-    this.#logger.info({ sessionId: id, client: principal.id }, 'session closed');
+    this.#logger.debug({ sessionId: id, client: principal.id }, 'session closed');
     this.#publish({ type: 'session_closed', sessionId: id });
   }
 

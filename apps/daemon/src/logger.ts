@@ -5,6 +5,7 @@
  * The pool's actor threads log through it too (their records are written to a child of it), so
  * their lines get the same redaction and go to the same destination.
  */
+import { copyFileSync, fstatSync, ftruncateSync, statSync } from 'node:fs';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { PinoPretty } from 'pino-pretty';
 import type { LogLevel } from './config/daemonConfig.js';
@@ -18,6 +19,8 @@ export interface LoggerOptions {
   /** Where lines go. @default stdout (synchronously, so nothing is lost on exit) */
   destination?: DestinationStream;
   redactor: SecretRedactor;
+  /** Told the size of each line written (after scrubbing), e.g. to bound a log file. */
+  onWrite?: (bytes: number) => void;
 }
 
 /** Paths pino censors whatever the value: set here, never from input (pino docs/redaction.md). */
@@ -52,8 +55,67 @@ export function createLogger(options: LoggerOptions): Logger {
       level: options.level ?? 'info',
       base: { pid: process.pid },
       redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
-      hooks: { streamWrite: (line) => redactor.scrub(line) },
+      hooks: {
+        streamWrite: (line) => {
+          const scrubbed = redactor.scrub(line);
+          options.onWrite?.(scrubbed.length);
+          return scrubbed;
+        },
+      },
     },
     destination,
   );
+}
+
+/**
+ * Keeps the log file the daemon's stdout appends to (`<state dir>/daemon.log`, where an
+ * autostarted daemon and the service unit write) under `maxBytes`: past it, the file is copied to
+ * `<file>.1` (replacing the previous one) and truncated in place, as logrotate's `copytruncate`
+ * does — the writer's descriptor is opened for appending by whoever started the daemon, so the
+ * file cannot be renamed under it. At most `2 × maxBytes` on disk. A line written between the
+ * copy and the truncation is lost. Only that file is bounded: stdout redirected anywhere else is
+ * the redirecting user's to rotate.
+ */
+export class LogFileBound {
+  readonly #path: string;
+  readonly #maxBytes: number;
+  readonly #fd: number;
+  /** Bytes written since the size was last looked at: the file is checked every eighth of the bound. */
+  #sinceCheck = 0;
+  #enabled: boolean;
+
+  /** A bound when `fd` appends to `path` (same file), else undefined. */
+  static forDescriptor(path: string, maxBytes: number, fd = 1): LogFileBound | undefined {
+    try {
+      const out = fstatSync(fd);
+      const file = statSync(path);
+      if (!out.isFile() || out.ino !== file.ino || out.dev !== file.dev) return undefined;
+    } catch {
+      return undefined;
+    }
+    return new LogFileBound(path, maxBytes, fd);
+  }
+
+  private constructor(path: string, maxBytes: number, fd: number) {
+    this.#path = path;
+    this.#maxBytes = maxBytes;
+    this.#fd = fd;
+    this.#enabled = true;
+  }
+
+  /** Counts a line about to be written; rotates first when the file has reached its bound. */
+  written(bytes: number): void {
+    if (!this.#enabled) return;
+    this.#sinceCheck += bytes;
+    if (this.#sinceCheck < this.#maxBytes / 8) return;
+    this.#sinceCheck = 0;
+    try {
+      if (fstatSync(this.#fd).size < this.#maxBytes) return;
+      copyFileSync(this.#path, `${this.#path}.1`);
+      ftruncateSync(this.#fd, 0);
+    } catch {
+      // A full disk or a file moved away: stop bounding rather than fail the line.
+      this.#enabled = false;
+    }
+  }
 }

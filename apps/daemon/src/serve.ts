@@ -10,6 +10,7 @@ import type { McpTransportPoolOptions } from '@mcpool/core';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { ensureOperatorToken } from './auth.js';
+import { DAEMON_LOG_FILE } from './bridge/autostart.js';
 import { loadConfig, type LoadedConfig, type LogLevel, type SettingsOverrides } from './config/daemonConfig.js';
 import { discoverConfig } from './config/discovery.js';
 import { defaultStateDir } from './config/paths.js';
@@ -17,7 +18,7 @@ import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { Daemon } from './daemon.js';
 import { buildApp } from './http/app.js';
 import { killDescendantsSync } from './forceKill.js';
-import { createLogger } from './logger.js';
+import { createLogger, LogFileBound } from './logger.js';
 import { SecretRedactor } from './secrets.js';
 import { VERSION } from './version.js';
 
@@ -83,9 +84,12 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   const overrides = options.overrides ?? {};
   const redactor = new SecretRedactor();
   const envLevel = env.MCPOOL_LOG_LEVEL as LogLevel | undefined;
+  // Set once the state directory and the settings are known (the logger is needed before).
+  let logBound: LogFileBound | undefined;
   const logger = createLogger({
     level: overrides.logLevel ?? (envLevel && LOG_LEVELS.has(envLevel) ? envLevel : 'info'),
     redactor,
+    onWrite: (bytes) => logBound?.written(bytes),
     ...(options.destination ? { destination: options.destination } : {}),
     ...(options.pretty === undefined ? {} : { pretty: options.pretty }),
   });
@@ -116,6 +120,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
 
   // 2. The operator token.
   const stateDir = defaultStateDir({ env });
+  if (options.destination === undefined) logBound = LogFileBound.forDescriptor(join(stateDir, DAEMON_LOG_FILE), config.settings.logMaxBytes);
   let operator: Awaited<ReturnType<typeof ensureOperatorToken>>;
   try {
     operator = await ensureOperatorToken(stateDir, env);

@@ -71,6 +71,11 @@ export interface DaemonSettings {
   heartbeatMs: number;
   /** @default 'info' */
   logLevel: LogLevel;
+  /**
+   * Bound of `<state dir>/daemon.log` when the daemon's stdout appends to it (autostart, the
+   * service unit): past it the file moves to `daemon.log.1` and starts again. @default 10485760
+   */
+  logMaxBytes: number;
   /** Reload when the config file changes. @default true */
   watchConfig: boolean;
   /** A `/mcp` session with no request for this long (and none under way) is closed. @default 1800000 */
@@ -129,6 +134,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   keepWarm: true,
   heartbeatMs: 15_000,
   logLevel: 'info',
+  logMaxBytes: 10 * 1024 * 1024,
   watchConfig: true,
   mcpSessionTtlMs: 30 * 60 * 1000,
   mcpBodyLimitBytes: 4 * 1024 * 1024,
@@ -176,6 +182,7 @@ export const daemonSectionSchema = z
     // events come from the pool itself) and a warning says so.
     statusPollMs: z.number().int().min(10).max(60_000),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    logMaxBytes: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
     watchConfig: z.boolean(),
     mcpSessionTtlMs: z.number().int().min(100).max(7 * 24 * 3600 * 1000),
     mcpBodyLimitBytes: z.number().int().min(1024).max(64 * 1024 * 1024),

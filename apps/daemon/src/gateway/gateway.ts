@@ -190,7 +190,7 @@ export class Gateway {
       try {
         await session.start(() => {
           this.#sessions.set(session.id, session);
-          this.#logger.info({ sessionId: session.id, client: principal.id, scope: scope ?? '*', servers: session.servers.map((s) => (s.ok ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
+          this.#logger.debug({ sessionId: session.id, client: principal.id, scope: scope ?? '*', servers: session.servers.map((s) => (s.ok ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
         });
       } catch (error) {
         this.#logger.error({ sessionId: session.id, err: error }, 'gateway session could not start');

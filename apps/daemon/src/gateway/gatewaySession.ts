@@ -205,7 +205,7 @@ export class GatewaySession {
         this.#deps.levels.forget(this.id);
         await this.#server?.close().catch(() => undefined);
         await this.#deps.pool.releaseSession(this.poolSessionId).catch(() => undefined);
-        this.#logger.info({ sessionId: this.id, client: this.principalId, reason }, 'gateway session closed');
+        this.#logger.debug({ sessionId: this.id, client: this.principalId, reason }, 'gateway session closed');
       } finally {
         done();
       }

@@ -303,7 +303,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const fields = { method: request.method, path: request.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), client: request.principal?.id };
     // 503 is "not ready" or "shutting down": an answer, not a fault.
     if (status >= 500 && status !== 503) request.log.error(fields, 'request failed');
-    else if (status >= 400) request.log.info(fields, 'request refused');
+    else if (status >= 400) request.log.debug(fields, 'request refused');
     else request.log.debug(fields, 'request');
   });
 

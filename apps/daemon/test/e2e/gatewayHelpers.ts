@@ -44,7 +44,8 @@ export async function startDaemon(doc: unknown, env: Record<string, string> = {}
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-gateway-e2e-'));
   const configPath = join(dir, 'mcpool.json');
   writeFileSync(configPath, JSON.stringify(doc, null, 2));
-  const child = spawn(process.execPath, [BIN, 'serve', '--config', configPath], {
+  // Debug: the tests read per-session lines (opened, closed), which are below info.
+  const child = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'debug'], {
     cwd: dir,
     env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg-state'), MCPOOL_STATE_DIR: join(dir, 'state'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
