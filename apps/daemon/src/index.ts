@@ -38,3 +38,7 @@ export {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './http/schemas.js';
+export { STDERR_TAIL_DEFAULT_LINES, stderrTailSchema, workspaceSessionsSchema, workspaceStatsSchema } from './http/observeRoutes.js';
+export type { WorkspaceSessions } from './http/observeRoutes.js';
+export type { ServerCallStats } from './metrics.js';
+export type { GatewaySessionInfo } from './gateway/gateway.js';
