@@ -104,6 +104,8 @@ interface DaemonSession {
   label: string | undefined;
   servers: Map<string, SessionSlot>;
   closed: boolean;
+  /** When a call through it last started or ended (ms since the epoch); its creation until then. */
+  lastActivityAt: number;
 }
 
 export class Daemon {
@@ -230,6 +232,7 @@ export class Daemon {
           status: entry.status,
           sharing: entry.sharing,
           ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
+          ...(entry.era === undefined ? {} : { era: entry.era }),
         })),
       };
     });
@@ -396,7 +399,7 @@ export class Daemon {
     for (const name of wanted) if (Object.hasOwn(configured, name)) plan.set(name, { config: configured[name]!, injected: false });
     for (const [name, config] of Object.entries(injected)) plan.set(name, { config, injected: true });
 
-    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false };
+    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false, lastActivityAt: Date.now() };
     this.#sessions.set(session.id, session);
     if (Object.keys(injected).length > 0) {
       // A stdio server is a command run for a client, so every such launch is logged (command
@@ -431,6 +434,24 @@ export class Daemon {
     return [...this.#sessions.values()].map((session) => this.#info(session));
   }
 
+  /** The sessions with the time of their last call (the dashboard shows how recently each was used). */
+  listSessionActivity(): (SessionInfo & { lastActivityAt: string })[] {
+    return [...this.#sessions.values()].map((session) => ({ ...this.#info(session), lastActivityAt: new Date(session.lastActivityAt).toISOString() }));
+  }
+
+  /**
+   * The last `lines` lines each live entry of `name` wrote to stderr, scrubbed of every secret the
+   * daemon knows (the actor already replaced the server's own env and header values).
+   *
+   * @throws HttpError NOT_FOUND for a server neither configured nor running.
+   */
+  async stderrTail(name: string, lines: number): Promise<{ server: string; entries: { entryIndex: number; lines: string[] }[] }> {
+    const running = Object.hasOwn(this.pool.getSnapshot().servers, name);
+    if (!Object.hasOwn(this.#config.servers, name) && !running) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
+    const entries = running ? await this.pool.stderrTail(name, { lines }) : [];
+    return { server: name, entries: entries.map((entry) => ({ entryIndex: entry.entryIndex, lines: entry.lines.map((line) => this.#redactor.scrub(line)) })) };
+  }
+
   /** @throws HttpError NOT_FOUND */
   getSession(id: string): SessionInfo {
     const session = this.#sessions.get(id);
@@ -463,19 +484,20 @@ export class Daemon {
     }
     const controller = new AbortController();
     const started = performance.now();
+    session.lastActivityAt = Date.now();
     const call = slot.view.callTool(request.name, request.arguments, { signal: controller.signal, ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }) });
     this.#inFlight.set(controller, call.catch(() => undefined));
     try {
       const result = await call;
-      this.metrics.callDuration.observe({ server: request.server, outcome: 'ok' }, (performance.now() - started) / 1000);
+      this.metrics.observeCall(request.server, true, (performance.now() - started) / 1000);
       return { result };
     } catch (error) {
-      this.metrics.callDuration.observe({ server: request.server, outcome: 'error' }, (performance.now() - started) / 1000);
-      this.metrics.failures.inc({ server: request.server, kind: 'call' });
+      this.metrics.observeCall(request.server, false, (performance.now() - started) / 1000);
       if (controller.signal.aborted) throw new HttpError(DaemonErrorCode.SHUTTING_DOWN, 'the daemon is shutting down; the call was cancelled');
       throw error;
     } finally {
       this.#inFlight.delete(controller);
+      session.lastActivityAt = Date.now();
     }
   }
 

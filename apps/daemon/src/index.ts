@@ -5,6 +5,8 @@
 export { main } from './cli.js';
 export type { MainIo } from './cli.js';
 export { ExitCode, StartError, runServe, startDaemon } from './serve.js';
+export { BIN_PATH, firstScreen, firstScreenLine, invokedAs, shellWord } from './firstScreen.js';
+export type { FirstScreenInfo } from './firstScreen.js';
 export type { RunningDaemon, StartOptions } from './serve.js';
 export { Daemon, WARM_SESSION_ID, daemonDefaultSharing, diffServers, shutdownStepFor, splitStderr } from './daemon.js';
 export type { DaemonOptions } from './daemon.js';
@@ -38,3 +40,7 @@ export {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './http/schemas.js';
+export { STDERR_TAIL_DEFAULT_LINES, stderrTailSchema, workspaceSessionsSchema, workspaceStatsSchema } from './http/observeRoutes.js';
+export type { WorkspaceSessions } from './http/observeRoutes.js';
+export type { ServerCallStats } from './metrics.js';
+export type { GatewaySessionInfo } from './gateway/gateway.js';

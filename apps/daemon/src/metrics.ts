@@ -13,6 +13,24 @@ export interface MetricsSource {
   eventSubscribers(): number;
 }
 
+/**
+ * One server's call figures since the daemon started, read from the registry (what `/metrics`
+ * shows, as JSON): a reader takes two readings and divides their difference by the time between
+ * them for a rate, and reads latency quantiles from the difference of the buckets.
+ */
+export interface ServerCallStats {
+  server: string;
+  /** Tool calls through daemon sessions and `/mcp`, whatever their outcome. */
+  calls: number;
+  errors: number;
+  /** The sum of their latencies. */
+  seconds: number;
+  /** Cumulative `[upper bound in seconds, calls at most that long]`, the finite buckets of the histogram in order (the last, +Inf, is `calls`). */
+  buckets: [number, number][];
+  /** Entry restarts that restarted (asked for through the API or `mcpool restart`). */
+  restarts: number;
+}
+
 export class DaemonMetrics {
   readonly registry = new Registry();
   readonly spawns: Counter<'server'>;
@@ -124,6 +142,44 @@ export class DaemonMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     });
+  }
+
+  /** Records one tool call's latency and outcome (REST session calls and `/mcp` calls alike). */
+  observeCall(server: string, ok: boolean, seconds: number): void {
+    this.callDuration.observe({ server, outcome: ok ? 'ok' : 'error' }, seconds);
+    if (!ok) this.failures.inc({ server, kind: 'call' });
+  }
+
+  /** Per server, its call figures so far, from the registry's own values; sorted by name. */
+  async callStats(): Promise<ServerCallStats[]> {
+    const byServer = new Map<string, ServerCallStats & { bounds: Map<number, number> }>();
+    const of = (server: string) => {
+      let stats = byServer.get(server);
+      if (stats === undefined) byServer.set(server, (stats = { server, calls: 0, errors: 0, seconds: 0, buckets: [], restarts: 0, bounds: new Map() }));
+      return stats;
+    };
+    for (const { labels: named, value, metricName } of (await this.callDuration.get()).values) {
+      // Bucket values carry `le` (a number, or '+Inf' for the last), a label the histogram adds itself.
+      const labels = named as Record<string, string | number | undefined>;
+      const server = labels.server;
+      if (typeof server !== 'string') continue;
+      const stats = of(server);
+      if (metricName === 'mcpool_call_duration_seconds_count') {
+        stats.calls += value;
+        if (labels.outcome === 'error') stats.errors += value;
+      } else if (metricName === 'mcpool_call_duration_seconds_sum') {
+        stats.seconds += value;
+      } else if (typeof labels.le === 'number' && Number.isFinite(labels.le)) {
+        // Both outcomes' buckets add up: the histogram's bounds are the same for every label set.
+        stats.bounds.set(labels.le, (stats.bounds.get(labels.le) ?? 0) + value);
+      }
+    }
+    for (const { labels, value } of (await this.restarts.get()).values) {
+      if (typeof labels.server === 'string' && labels.result === 'restarted') of(labels.server).restarts += value;
+    }
+    return [...byServer.values()]
+      .sort((a, b) => a.server.localeCompare(b.server))
+      .map(({ bounds, ...stats }) => ({ ...stats, buckets: [...bounds].sort(([a], [b]) => a - b) }));
   }
 
   get contentType(): string {

@@ -18,6 +18,7 @@ import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { Daemon } from './daemon.js';
 import { buildApp } from './http/app.js';
 import { killDescendantsSync } from './forceKill.js';
+import { firstScreen, firstScreenLine, type FirstScreenInfo } from './firstScreen.js';
 import { createLogger, LogFileBound } from './logger.js';
 import { SecretRedactor } from './secrets.js';
 import { VERSION } from './version.js';
@@ -59,6 +60,12 @@ export interface StartOptions {
   pretty?: boolean;
   /** Tests shorten pool timings. */
   poolOptions?: Partial<McpTransportPoolOptions>;
+  /**
+   * What to print once listening about connecting clients: `full`, the whole first screen on
+   * stdout; `line`, one log line (a service log gets no banner at every start); `none`.
+   * @default `full` when stdout is a terminal, else `line`
+   */
+  firstScreen?: 'full' | 'line' | 'none';
 }
 
 export interface RunningDaemon {
@@ -154,6 +161,11 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   const url = `http://${urlHost}:${boundPort}`;
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) logger.warn({ host }, `bound to ${host}, not loopback: the control API can start processes, keep the token safe`);
+  // What to do next. Never the token: where it is, and commands that read it there.
+  const screen: FirstScreenInfo = { url, token: operator.path === undefined ? 'env' : { file: operator.path } };
+  const firstScreenMode = options.firstScreen ?? (process.stdout.isTTY === true ? 'full' : 'line');
+  if (firstScreenMode === 'full') process.stdout.write(firstScreen(screen));
+  else if (firstScreenMode === 'line') logger.info({ mcp: `${url}/mcp` }, firstScreenLine(screen));
 
   // 4. Warm the servers; watch the config file.
   const warmed = daemon.start();

@@ -17,6 +17,9 @@ import {
   sessionListSchema,
   toolCallResponseSchema,
   workspaceMcpSchema,
+  workspaceSessionsSchema,
+  workspaceStatsSchema,
+  stderrTailSchema,
   SecretRedactor,
 } from 'mcpool';
 import type { SessionInfo, WorkspaceMcpStatus } from '@mcpool/client';
@@ -82,8 +85,8 @@ describe('GET /workspace/mcp', () => {
       status: 'active',
       mcpStatus: 'connected',
       entryCount: 1,
-      // The warm hold is the one ref.
-      entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }],
+      // The warm hold is the one ref; the fixture speaks the legacy era.
+      entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' }],
     });
   });
 
@@ -241,7 +244,7 @@ describe('sessions', () => {
       ['prompts', 'connected', false, 0],
     ]);
     expect(session.servers[0]!.tools).toContain('echo');
-    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 2, status: 'active', sharing: 'shared' }]);
+    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 2, status: 'active', sharing: 'shared', era: 'legacy' }]);
 
     const list = sessionListSchema.parse((await h.request({ method: 'GET', url: '/sessions', token: VIEWER })).json());
     expect(list.sessions.map((s) => s.id)).toEqual([session.id]);
@@ -258,7 +261,7 @@ describe('sessions', () => {
     expect((await h.request({ method: 'DELETE', url: `/sessions/${session.id}`, token: IDE })).statusCode).toBe(204);
     expect((await h.request({ method: 'DELETE', url: `/sessions/${session.id}`, token: IDE })).statusCode).toBe(404);
     expect((await h.request({ method: 'GET', url: `/sessions/${session.id}` })).statusCode).toBe(404);
-    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' }]);
+    expect((await status()).servers[0]!.entrySummary).toEqual([{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' }]);
   });
 
   it('maps call failures onto statuses: unknown server 404, filtered tool 403, upstream error 502', async () => {
@@ -281,6 +284,47 @@ describe('sessions', () => {
   });
 });
 
+describe('what the dashboard reads', () => {
+  it('GET /workspace/sessions lists a REST session with its client, servers and last activity', async () => {
+    const session = (await h.request({ method: 'POST', url: '/sessions', payload: { servers: ['echo'], label: 'dash' }, token: IDE })).json<SessionInfo>();
+    const read = async () => workspaceSessionsSchema.parse((await h.request({ method: 'GET', url: '/workspace/sessions', token: VIEWER })).json()).sessions.find((s) => s.id === session.id)!;
+    const before = await read();
+    expect(before).toEqual({ kind: 'rest', id: session.id, clientId: 'ide', label: 'dash', createdAt: session.createdAt, lastActivityAt: expect.any(String), servers: [{ name: 'echo', status: 'connected' }] });
+    await h.request({ method: 'POST', url: `/sessions/${session.id}/tools/call`, payload: { server: 'echo', name: 'slow', arguments: { ms: 30 } }, token: IDE });
+    // A call moves its last activity past its creation.
+    expect(Date.parse((await read()).lastActivityAt)).toBeGreaterThan(Date.parse(session.createdAt));
+    await h.request({ method: 'DELETE', url: `/sessions/${session.id}`, token: IDE });
+  });
+
+  it('GET /workspace/stats counts calls per server, with the latency buckets', async () => {
+    const stats = async () => workspaceStatsSchema.parse((await h.request({ method: 'GET', url: '/workspace/stats', token: VIEWER })).json());
+    const of = async (server: string) => (await stats()).servers.find((s) => s.server === server);
+    const before = (await of('echo')) ?? { calls: 0, errors: 0, seconds: 0 };
+    const session = (await h.request({ method: 'POST', url: '/sessions', payload: { servers: ['echo'] }, token: IDE })).json<SessionInfo>();
+    const call = (name: string, args: object = {}) => h.request({ method: 'POST', url: `/sessions/${session.id}/tools/call`, payload: { server: 'echo', name, arguments: args }, token: IDE });
+    await call('echo', { text: 'a' });
+    await call('echo', { text: 'b' });
+    await call('throw');
+    const after = (await of('echo'))!;
+    expect(after.calls - before.calls).toBe(3);
+    expect(after.errors - before.errors).toBe(1);
+    expect(after.seconds).toBeGreaterThan(before.seconds);
+    // Cumulative and ascending; every call is within the last finite bound (60 s).
+    const bounds = after.buckets.map(([bound]) => bound);
+    expect(bounds).toEqual([...bounds].sort((a, b) => a - b));
+    expect(after.buckets.at(-1)![1]).toBe(after.calls);
+    await h.request({ method: 'DELETE', url: `/sessions/${session.id}`, token: IDE });
+  });
+
+  it('GET /workspace/mcp/:server/stderr answers per entry; 404 for an unknown server, 400 for a bad count', async () => {
+    const tail = stderrTailSchema.parse((await h.request({ method: 'GET', url: '/workspace/mcp/echo/stderr?lines=5', token: VIEWER })).json());
+    expect(tail.server).toBe('echo');
+    expect(tail.entries.map((entry) => entry.entryIndex)).toEqual([0]);
+    expect((await h.request({ method: 'GET', url: '/workspace/mcp/nope/stderr' })).json()).toMatchObject({ statusCode: 404, code: 'MCPOOL_NOT_FOUND' });
+    expect((await h.request({ method: 'GET', url: '/workspace/mcp/echo/stderr?lines=many' })).json()).toMatchObject({ statusCode: 400 });
+  });
+});
+
 describe('restart', () => {
   it('answers the legacy shape for a name with one entry, {entries} with entryIndex', async () => {
     const legacy = await h.request({ method: 'POST', url: '/workspace/mcp/prompts/restart' });
@@ -298,9 +342,9 @@ describe('restart', () => {
     expect(session.servers).toEqual([expect.objectContaining({ name: 'echo', injected: true, entryIndex: 1 })]);
     const echo = (await status()).servers.find((s) => s.name === 'echo')!;
     expect(echo.entrySummary).toEqual([
-      { entryIndex: 0, refs: 1, status: 'active', sharing: 'shared' },
+      { entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' },
       // An injected config sets no sharing: the operator's own entry.
-      { entryIndex: 1, refs: 1, status: 'active', sharing: 'per-principal', ownerLabel: expect.stringMatching(/^[0-9a-f]{12}$/) },
+      { entryIndex: 1, refs: 1, status: 'active', sharing: 'per-principal', ownerLabel: expect.stringMatching(/^[0-9a-f]{12}$/), era: 'legacy' },
     ]);
     const before = pidFromResult((await h.request({ method: 'POST', url: `/sessions/${session.id}/tools/call`, payload: { server: 'echo', name: 'pid' } })).json<{ result: Record<string, unknown> }>().result);
     const response = await h.request({ method: 'POST', url: '/workspace/mcp/echo/restart' });

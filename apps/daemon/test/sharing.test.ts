@@ -119,7 +119,7 @@ describe('daemon sharing defaults', { timeout: 120_000 }, () => {
     const labels = thinking.entrySummary.map((entry) => entry.ownerLabel);
     expect(labels.every((label) => /^[0-9a-f]{12}$/.test(label ?? ''))).toBe(true);
     expect(new Set(labels).size).toBe(2);
-    expect(s.servers.find((server) => server.name === 'open')!.entrySummary).toEqual([{ entryIndex: 0, refs: 6, status: 'active', sharing: 'shared' }]);
+    expect(s.servers.find((server) => server.name === 'open')!.entrySummary).toEqual([{ entryIndex: 0, refs: 6, status: 'active', sharing: 'shared', era: 'legacy' }]);
     expect(s.budget).toMatchObject({ liveCount: 3, bySharing: { shared: 1, 'per-principal': 2, 'per-session': 0 } });
 
     const shown = JSON.stringify(s);

@@ -59,6 +59,8 @@ export interface OpenConnectionOptions {
   signal: AbortSignal;
   /** Called as soon as a stdio child exists, before any MCP message. */
   onSpawned?: (pid: number) => void;
+  /** Called with every stderr line of a stdio child, already scrubbed of the config's env and header values. */
+  onStderrLine?: (line: string) => void;
   /** A verdict held from an earlier probe; absent → probe. */
   eraHint?: ProtocolEra | undefined;
   /** The pool's client declaration: modern `_meta` where a view declares none. */
@@ -379,7 +381,9 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       env: config.env,
       shutdownStepMs: options.shutdownStepMs,
       onStderrLine: (line) => {
-        if (logger.isLevelEnabled('debug')) logger.debug({ stderr: scrub(line) }, 'server stderr');
+        const clean = scrub(line);
+        options.onStderrLine?.(clean);
+        if (logger.isLevelEnabled('debug')) logger.debug({ stderr: clean }, 'server stderr');
       },
       onSpawn: options.onSpawned,
     });

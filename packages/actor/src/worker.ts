@@ -48,6 +48,17 @@ const hub: ViewHub = new ViewHub({
     return logger;
   },
 });
+/** Lines of the server's stderr kept for `stderrTail`, and the length a kept line is cut to: bounded whatever the server writes. */
+const STDERR_LINES_KEPT = 100;
+const STDERR_LINE_CHARS = 1000;
+/** The server's last stderr lines (scrubbed), oldest first; kept across reconnects, so a crash loop's story survives it. */
+const stderrLines: string[] = [];
+
+function keepStderrLine(line: string): void {
+  stderrLines.push(line.length > STDERR_LINE_CHARS ? `${line.slice(0, STDERR_LINE_CHARS)}…` : line);
+  if (stderrLines.length > STDERR_LINES_KEPT) stderrLines.splice(0, stderrLines.length - STDERR_LINES_KEPT);
+}
+
 /** Teardowns of lost connections still running; the thread waits for them before it ends. */
 const retiring = new Set<Promise<void>>();
 
@@ -103,6 +114,7 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               // A third of the spawn budget, at most 10 s: a server slow to start under load must
               // still answer the probe in time, a silent legacy server costs this once per config.
               probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
+              onStderrLine: keepStderrLine,
               onSpawned: (pid) => {
                 pgid = pid;
                 emitControl('spawned', { pid, pgid: pid });
@@ -343,6 +355,8 @@ const channel = new RpcChannel(control, {
         return restart();
       case 'ping':
         return 'pong';
+      case 'stderrTail':
+        return { lines: [...stderrLines] };
       default:
         throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown control operation ${op}`);
     }

@@ -35,6 +35,8 @@ export interface EntrySummaryItem {
    * serves (equal labels, same owner, while the daemon runs). Never a client id, session id or token.
    */
   ownerLabel?: string;
+  /** The protocol era its server speaks (`legacy` 2025-11-25 and older, `modern` 2026-07-28), once its connection settled it. */
+  era?: 'legacy' | 'modern';
 }
 
 /** One server cell of `GET /workspace/mcp`. */

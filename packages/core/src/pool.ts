@@ -607,6 +607,28 @@ export class McpTransportPool {
   }
 
   /**
+   * The last lines the live entries of `name` wrote to stderr, oldest first: at most `lines` per
+   * entry (the actor keeps 100), across the entry's reconnects, with the values of the entry's
+   * own env and headers replaced by `[redacted]`. Remote servers have none. An entry whose actor
+   * does not answer within `timeoutMs` is left out; an unknown name gives `[]`.
+   */
+  async stderrTail(name: string, options: { lines?: number; timeoutMs?: number } = {}): Promise<{ entryIndex: number; lines: string[] }[]> {
+    const { lines = 50, timeoutMs = 2000 } = options;
+    const entries = [...this.#entries.values()].filter((entry) => entry.serverName === name && entry.handle.alive).sort((a, b) => a.entryIndex - b.entryIndex);
+    const tails = await Promise.all(
+      entries.map(async (entry) => {
+        try {
+          const tail = await entry.handle.request<{ lines: string[] }>('stderrTail', null, { timeoutMs });
+          return { entryIndex: entry.entryIndex, lines: lines > 0 ? tail.lines.slice(-lines) : [] };
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    return tails.filter((tail) => tail !== undefined);
+  }
+
+  /**
    * Refuses new acquires (`MCPOOL_POOL_DRAINING`), closes every entry in parallel and ends the
    * actor threads. Entries still alive at the deadline are killed (thread and process group).
    */

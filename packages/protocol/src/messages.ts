@@ -102,6 +102,12 @@ export interface ControlOps {
   /** Restart the connection in place (old tree swept first); concurrent restarts coalesce. */
   restart: { args: null; result: RestartOutcome };
   ping: { args: null; result: 'pong' };
+  /**
+   * The last lines the server wrote to stderr (stdio only; empty for remote servers), oldest
+   * first, across the reconnects of this entry, with the values of its own env and headers
+   * replaced by `[redacted]`.
+   */
+  stderrTail: { args: null; result: { lines: string[] } };
 }
 
 export interface ActorEvents {

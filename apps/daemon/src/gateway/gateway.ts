@@ -33,6 +33,19 @@ export interface GatewayOptions {
   redactor: SecretRedactor;
 }
 
+/** One open `/mcp` session, as the dashboard lists it (never a token, never the client's declared capabilities). */
+export interface GatewaySessionInfo {
+  id: string;
+  clientId: string;
+  /** `/mcp/<server>`: that server; absent for the aggregating `/mcp`. */
+  scope?: string;
+  createdAt: string;
+  lastActivityAt: string;
+  /** HTTP requests under way (a GET stream counts). */
+  active: number;
+  servers: GatewaySession['serverStates'];
+}
+
 /** The loopback test principal: `/mcp` only, every server. */
 const ANONYMOUS: Principal = Object.freeze({ id: ANONYMOUS_ID, rights: new Set(['read'] as const) });
 
@@ -92,6 +105,21 @@ export class Gateway {
   /** Open downstream sessions. */
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /** The open downstream sessions: who opened them, on which endpoint, their servers, when they were opened and last used. */
+  list(): GatewaySessionInfo[] {
+    return [...this.#sessions.values()]
+      .filter((session) => !session.closed)
+      .map((session) => ({
+        id: session.id,
+        clientId: session.principalId,
+        ...(session.scope === undefined ? {} : { scope: session.scope }),
+        createdAt: new Date(session.createdAt).toISOString(),
+        lastActivityAt: new Date(session.lastSeen).toISOString(),
+        active: session.active,
+        servers: session.serverStates,
+      }));
   }
 
   /** Registers `/mcp` and `/mcp/:server` on `app`. */
@@ -174,6 +202,7 @@ export class Gateway {
           onClosed: (closed) => {
             if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
           },
+          observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
         },
         { id: randomUUID(), principalId: principal.id, scope, servers, client: declaredClient(body.params) },
       );

@@ -22,6 +22,7 @@ import {
   ErrorCode,
   PoolError,
   type CallOptions,
+  type ConnectionStatus,
   type McpTransportPool,
   type PooledConnection,
   type ServerConfig,
@@ -76,6 +77,8 @@ export interface GatewaySessionDeps {
   redact(message: JSONRPCMessage): JSONRPCMessage;
   /** The session is closing: forget it. */
   onClosed(session: GatewaySession): void;
+  /** A `tools/call` ended: on which server, whether it succeeded (an answer, even `isError`), how long it took. */
+  observeCall?(server: string, ok: boolean, seconds: number): void;
 }
 
 export interface GatewaySessionInit {
@@ -106,6 +109,8 @@ export class GatewaySession {
   readonly principalId: string;
   readonly scope: string | undefined;
   readonly #client: ViewClientInfo | undefined;
+  /** When it was opened (ms since the epoch). */
+  readonly createdAt = Date.now();
   /** Last time a request arrived or ended. */
   lastSeen = Date.now();
   /** HTTP requests under way, GET streams included: a session with any is never reaped. */
@@ -146,6 +151,14 @@ export class GatewaySession {
   /** Servers whose view is live, and the errors of those that did not start. */
   get servers(): { name: string; ok: boolean; error?: { code: ErrorCode; message: string } }[] {
     return [...this.#slots.values()].map((slot) => ({ name: slot.name, ok: slot.view !== undefined, ...(slot.error ? { error: slot.error } : {}) }));
+  }
+
+  /** Each server of the session and where its view stands: `connecting` while it is still being acquired or retried. */
+  get serverStates(): { name: string; status: ConnectionStatus | 'connecting' }[] {
+    return [...this.#slots.values()].map((slot) => {
+      if (slot.view !== undefined) return { name: slot.name, status: slot.view.status };
+      return { name: slot.name, status: slot.error === undefined ? 'connecting' : 'failed' };
+    });
   }
 
   /** Acquires every server of the session (in parallel); a failure is kept in its slot. */
@@ -435,11 +448,22 @@ export class GatewaySession {
     const { slot, name: tool } = this.#resolveName(name, 'tool');
     const args = params.arguments as Params | undefined;
     const requested: RequestedName = { kind: 'tool', name };
+    const started = performance.now();
+    const observe = (ok: boolean) => this.#deps.observeCall?.(slot.name, ok, (performance.now() - started) / 1000);
     return this.#run(slot, extra, `tool ${name}`, (view, options) => {
       // A name this session's view does not list is unknown, whoever would refuse it upstream.
       if (!view.tools.some((listed) => listed.name === tool)) throw unknownNameError(requested);
       return view.callTool(tool, args, options);
-    }, requested);
+    }, requested).then(
+      (result) => {
+        observe(true);
+        return result;
+      },
+      (error: unknown) => {
+        observe(false);
+        throw error;
+      },
+    );
   }
 
   #getPrompt(params: Params, extra: Extra): Promise<Params> {

@@ -28,7 +28,8 @@ import {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './schemas.js';
-import { Gateway, gatewayRefusalBody, isGatewayUrl } from '../gateway/gateway.js';
+import { Gateway, gatewayRefusalBody, isGatewayUrl, type GatewaySessionInfo } from '../gateway/gateway.js';
+import { observeRoutes } from './observeRoutes.js';
 import { limitConnectionsPerAddress, securityHook, securityPolicy, serverTimeouts, type SecurityPolicy } from './security.js';
 import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
@@ -69,7 +70,7 @@ interface Route extends RouteDoc {
 }
 
 /** The routes, in one table: registration and `/openapi.json` both read it. */
-function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>, stop: (reason: string) => void): Route[] {
+function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>, stop: (reason: string) => void, mcpSessions: () => GatewaySessionInfo[]): Route[] {
   const principal = (request: FastifyRequest) => request.principal!;
   return [
     {
@@ -180,6 +181,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       errors: [400, 404, 413, 415, 502, 503, 504],
       handler: (request) => daemon.callTool(principal(request), (request.params as { id: string }).id, parseInput(toolCallBody, request.body ?? {}, 'body')),
     },
+    ...observeRoutes(daemon, mcpSessions),
     {
       method: 'GET',
       url: '/capabilities',
@@ -317,7 +319,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   let document: Record<string, unknown> | undefined;
-  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop);
+  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop, () => gateway.list());
   for (const route of table) {
     app.route({ method: route.method, url: route.url, config: { right: route.right, ...(route.public ? { public: true } : {}) }, handler: route.handler });
   }
@@ -328,5 +330,5 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /** The documented routes (for tests comparing them with what fastify registered). */
 export function routeTable(daemon: Daemon, redactor: SecretRedactor): RouteDoc[] {
-  return routes(daemon, redactor, () => ({}), () => undefined).map(({ handler: _handler, ...doc }) => doc);
+  return routes(daemon, redactor, () => ({}), () => undefined, () => []).map(({ handler: _handler, ...doc }) => doc);
 }

@@ -1,17 +1,25 @@
 /**
  * The dashboard in headless Chromium (Debian's `chromium`, driven by playwright-core) against a
  * real daemon on 127.0.0.1: sign-in with a one-time code traded for an HttpOnly cookie, the
- * servers listed, a restart clicked and its live event shown. Also what must not work: the API
- * without a credential, a used code, the cookie from another origin.
+ * servers listed, a restart clicked and its live event shown; the sessions panel with a REST and
+ * a `/mcp` session of a named client; per server call figures after calls; the stderr tail of a
+ * server that prints its secret, scrubbed. Also what must not work: the API without a credential,
+ * a used code, the cookie from another origin.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { harness, type Harness } from '../helpers.js';
+import { connectClient } from '../gatewayHelpers.js';
 
 const ECHO = fileURLToPath(new URL('../../../../test/fixtures/servers/echo.mjs', import.meta.url));
+/** Prints `leaky: secret is <FIXTURE_SECRET>` to stderr at start and on every call. */
+const LEAKY = fileURLToPath(new URL('../../../../test/fixtures/servers/leaky.mjs', import.meta.url));
+const SECRET = `dash-secret-${randomUUID()}`;
+const IDE_TOKEN = `ide-${randomUUID()}`;
 const CHROMIUM = process.env.MCPOOL_CHROMIUM ?? '/usr/bin/chromium';
 /** Set to a path to (re)take the README's screenshot. */
 const SCREENSHOT = process.env.MCPOOL_SCREENSHOT;
@@ -28,7 +36,16 @@ async function loginCode(): Promise<string> {
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set MCPOOL_CHROMIUM`);
-  h = await harness({ mcpServers: { echo: { command: process.execPath, args: [ECHO, '--marker=dashboard-e2e'] } } }, { marks: ['dashboard-e2e'] });
+  h = await harness(
+    {
+      mcpServers: {
+        echo: { command: process.execPath, args: [ECHO, '--marker=dashboard-e2e'] },
+        leaky: { command: process.execPath, args: [LEAKY, '--marker=dashboard-e2e'], env: { FIXTURE_SECRET: SECRET } },
+      },
+      daemon: { clients: [{ id: 'ide', tokenEnv: 'DASH_IDE_TOKEN', rights: ['read', 'write'] }] },
+    },
+    { marks: ['dashboard-e2e'], env: { DASH_IDE_TOKEN: IDE_TOKEN } },
+  );
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
   // The flags this machine needs: no sandbox as root, and no background connections to the outside.
@@ -59,7 +76,22 @@ describe('the dashboard', () => {
     expect(html).not.toContain('echo');
   });
 
-  it('signs in with a one-time code, lists the servers, and shows the live event of a restart it clicked', { timeout: 120_000 }, async () => {
+  it('signs in with a one-time code, lists the servers, and shows the live event of a restart it clicked', { timeout: 180_000 }, async () => {
+    // 1. Traffic to show: a REST session of the operator with two echo calls, and a /mcp session of
+    // the `ide` client with one call on echo and one on leaky (which prints its secret to stderr).
+    const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' };
+    const created = await fetch(`${base}/sessions`, { method: 'POST', headers: auth, body: JSON.stringify({ servers: ['echo'], label: 'ops' }) });
+    expect(created.status).toBe(201);
+    const restId = ((await created.json()) as { id: string }).id;
+    for (const text of ['one', 'two']) {
+      const call = await fetch(`${base}/sessions/${restId}/tools/call`, { method: 'POST', headers: auth, body: JSON.stringify({ server: 'echo', name: 'echo', arguments: { text } }) });
+      expect(call.status).toBe(200);
+    }
+    const mcp = await connectClient(`${base}/mcp`, IDE_TOKEN, {}, 'dash-ide');
+    const mcpId = mcp.transport.sessionId!;
+    expect((await mcp.client.callTool({ name: 'echo__echo', arguments: { text: 'three' } })).content).toEqual([{ type: 'text', text: 'three' }]);
+    await mcp.client.callTool({ name: 'leaky__leak', arguments: {} });
+
     const code = await loginCode();
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -74,13 +106,41 @@ describe('the dashboard', () => {
       const cookie = cookies.find((c) => c.name === 'mcpool_ui');
       expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/' });
 
+      // 2. Sessions: the REST one of the operator and the /mcp one of `ide`, each with its servers.
+      const restRow = page.locator(`.sessions tr[data-session="${restId}"]`);
+      await restRow.waitFor({ timeout: 30_000 });
+      expect(await restRow.getAttribute('data-kind')).toBe('rest');
+      expect(await restRow.locator('.client').textContent()).toBe('operator');
+      expect(await restRow.locator('.held').textContent()).toBe('echo');
+      const mcpRow = page.locator(`.sessions tr[data-session="${mcpId}"]`);
+      await mcpRow.waitFor({ timeout: 30_000 });
+      expect(await mcpRow.getAttribute('data-kind')).toBe('mcp');
+      expect(await mcpRow.locator('.client').textContent()).toBe('ide');
+      expect(await mcpRow.locator('.held').textContent()).toBe('echo, leaky');
+      expect(await mcpRow.locator('code').textContent()).toBe(mcpId.slice(0, 8));
+
+      // 3. Per server figures: echo had three calls (two REST, one /mcp), leaky one; each entry shows its era and policy.
+      await page.locator('tr[data-server="echo"] td.calls', { hasText: /^3$/ }).waitFor({ timeout: 30_000 });
+      await page.locator('tr[data-server="leaky"] td.calls', { hasText: /^1$/ }).waitFor({ timeout: 30_000 });
+      expect(await row.locator('td.p50').textContent()).toMatch(/\d+(\.\d)? ms/);
+      expect(await row.locator('td.p95').textContent()).toMatch(/\d+(\.\d)? ms/);
+      expect(await row.locator('.entry .era').first().textContent()).toMatch(/^(legacy|modern)$/);
+      expect(await row.locator('.entry .sharing').first().textContent()).toMatch(/^(shared|per-principal|per-session)$/);
+
+      // 4. The stderr panel of leaky: its line, with the configured secret scrubbed, nowhere in the page.
+      await page.locator('details[data-stderr="leaky"] summary').click();
+      await page.locator('details[data-stderr="leaky"] pre', { hasText: 'leaky: secret is [redacted]' }).waitFor({ timeout: 30_000 });
+      expect(await page.content()).not.toContain(SECRET);
+
       await row.getByRole('button', { name: 'Restart' }).click();
       await page.locator('.events li[data-type="server_restarted"]').waitFor({ timeout: 60_000 });
       expect(await page.locator('.events li[data-type="server_restarted"]').first().textContent()).toMatch(/echo restarted: #\d+ in \d+ ms/);
       if (SCREENSHOT) {
         mkdirSync(dirname(SCREENSHOT), { recursive: true });
-        await page.setViewportSize({ width: 1200, height: 640 });
-        await page.screenshot({ path: SCREENSHOT });
+        await page.setViewportSize({ width: 1280, height: 600 });
+        // Wait for a stats poll after the restart, so the Restarts column shows it.
+        await page.locator('tr[data-server="echo"] td.restarts', { hasText: /^[1-9]/ }).waitFor({ timeout: 30_000 });
+        await page.screenshot({ path: SCREENSHOT, fullPage: true });
       }
 
       // A code works once.
@@ -99,6 +159,7 @@ describe('the dashboard', () => {
       expect((await fetch(`${base}/workspace/mcp`, { headers: { cookie: jar } })).status).toBe(401);
     } finally {
       await context.close();
+      await mcp.client.close().catch(() => undefined);
     }
   });
 });

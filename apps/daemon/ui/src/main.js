@@ -4,6 +4,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
+import { serverStats } from './stats.js';
 import './style.css';
 
 /** Event types the daemon's stream sends (named SSE events). */
@@ -14,7 +15,9 @@ const EVENT_TYPES = [
 ];
 const MAX_EVENTS = 100;
 const STATUS_POLL_MS = 3000;
-const METRICS_POLL_MS = 5000;
+const STATS_POLL_MS = 5000;
+/** Lines of a server's stderr its panel shows. */
+const STDERR_LINES = 50;
 
 class Unauthorized extends Error {}
 
@@ -26,40 +29,6 @@ async function api(path, init = {}) {
     throw new Error(`${response.status} ${body.code ?? ''} ${body.message ?? ''}`.trim());
   }
   return response.status === 204 ? undefined : response.headers.get('content-type')?.includes('json') ? response.json() : response.text();
-}
-
-/** Prometheus text → {name → [{labels, value}]}, for the few metrics the page reads. */
-export function parseMetrics(text) {
-  const out = new Map();
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*)(\{([^}]*)\})?\s+(\S+)/.exec(line);
-    if (!match) continue;
-    const labels = {};
-    for (const pair of (match[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]] = pair[2];
-    if (!out.has(match[1])) out.set(match[1], []);
-    out.get(match[1]).push({ labels, value: Number(match[4]) });
-  }
-  return out;
-}
-
-function perServer(metrics, name) {
-  const totals = new Map();
-  for (const { labels, value } of metrics.get(name) ?? []) if (labels.server) totals.set(labels.server, (totals.get(labels.server) ?? 0) + value);
-  return totals;
-}
-
-/** Calls/s and mean latency per server between two /metrics readings. */
-function callRates(previous, current, seconds) {
-  const rates = new Map();
-  if (!previous || seconds <= 0) return rates;
-  const [count0, sum0] = [perServer(previous, 'mcpool_call_duration_seconds_count'), perServer(previous, 'mcpool_call_duration_seconds_sum')];
-  const [count1, sum1] = [perServer(current, 'mcpool_call_duration_seconds_count'), perServer(current, 'mcpool_call_duration_seconds_sum')];
-  for (const [server, count] of count1) {
-    const calls = count - (count0.get(server) ?? 0);
-    const time = (sum1.get(server) ?? 0) - (sum0.get(server) ?? 0);
-    rates.set(server, { perSecond: calls / seconds, meanMs: calls > 0 ? (time / calls) * 1000 : undefined });
-  }
-  return rates;
 }
 
 function describeEvent(event) {
@@ -96,27 +65,67 @@ function Budget({ budget }) {
   </span>`;
 }
 
-function Servers({ servers, rates, restartCounts, onRestart, busy, canWrite }) {
+const fixed = (value, digits) => (value === undefined ? '—' : value.toFixed(digits));
+const latency = (ms) => (ms === undefined ? '—' : ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms)} ms`);
+const shortId = (id) => (id.length > 12 ? id.slice(0, 8) : id);
+const clock = (iso) => new Date(iso).toLocaleTimeString();
+
+/** The tail of a server's stderr, read when the panel opens and again at every status poll while it is open. */
+function StderrPanel({ name, tick }) {
+  const [open, setOpen] = useState(false);
+  const [tail, setTail] = useState(undefined);
+  const [problem, setProblem] = useState(undefined);
+  useEffect(() => {
+    if (!open) return;
+    let current = true;
+    api(`/workspace/mcp/${encodeURIComponent(name)}/stderr?lines=${STDERR_LINES}`)
+      .then((body) => {
+        if (!current) return;
+        setTail(body.entries);
+        setProblem(undefined);
+      })
+      .catch((error) => current && setProblem(String(error.message)));
+    return () => {
+      current = false;
+    };
+  }, [open, name, tick]);
+  const lines = tail?.flatMap((entry) => (tail.length > 1 ? entry.lines.map((line) => `#${entry.entryIndex} ${line}`) : entry.lines)) ?? [];
+  return html`<details class="stderr" data-stderr=${name} onToggle=${(event) => setOpen(event.currentTarget.open)}>
+    <summary>stderr of ${name}${open && tail ? ` (last ${lines.length} line${lines.length === 1 ? '' : 's'})` : ''}</summary>
+    ${problem ? html`<p class="error">${problem}</p>` : null}
+    ${open && tail && lines.length === 0 ? html`<p class="empty">Nothing on stderr${tail.length === 0 ? ' (no live entry)' : ''}.</p>` : null}
+    ${lines.length > 0 ? html`<pre>${lines.join('\n')}</pre>` : null}
+  </details>`;
+}
+
+function Servers({ servers, stats, onRestart, busy, canWrite, tick }) {
   if (servers.length === 0) return html`<p class="empty">No servers configured.</p>`;
+  const columns = 11;
   return html`<table class="servers">
-    <thead><tr><th>Server</th><th>Status</th><th>Entries</th><th>Restarts</th><th>Calls/s</th><th>Mean latency</th><th>Last error</th><th></th></tr></thead>
+    <thead><tr><th>Server</th><th>Status</th><th>Entries</th><th>Refs</th><th>Restarts</th><th>Calls</th><th>Calls/s</th><th>p50</th><th>p95</th><th>Last error</th><th></th></tr></thead>
     <tbody>
-      ${servers.map((server) => {
-        const rate = rates.get(server.name);
-        return html`<tr data-server=${server.name}>
-          <td class="name">${server.name}</td>
-          <td><span class=${`status ${server.status}`}>${server.status}</span></td>
-          <td class="entries">${server.entrySummary.length === 0 ? '—' : server.entrySummary.map((entry) => html`<div class="entry">
-            #${entry.entryIndex} <span class=${`status ${entry.status}`}>${entry.status}</span> refs ${entry.refs}
-            ${entry.era ? html` · <span class="tag">${entry.era}</span>` : null}
-            ${entry.sharing ? html` · <span class="tag">${entry.sharing}</span>` : null}
-          </div>`)}</td>
-          <td>${restartCounts.get(server.name) ?? 0}</td>
-          <td>${rate ? rate.perSecond.toFixed(2) : '—'}</td>
-          <td>${rate?.meanMs === undefined ? '—' : `${rate.meanMs.toFixed(1)} ms`}</td>
-          <td class="error">${server.lastError ? html`<code>${server.lastError.code}</code> ${server.lastError.message.split('\n')[0]}` : ''}</td>
-          <td><button type="button" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onRestart(server.name)}>${busy.has(server.name) ? 'Restarting…' : 'Restart'}</button></td>
-        </tr>`;
+      ${servers.flatMap((server) => {
+        const stat = stats.get(server.name);
+        const refs = server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0);
+        const window = stat?.sinceStart ? 'since the start (no call in the last interval)' : 'over the last interval';
+        return [
+          html`<tr data-server=${server.name}>
+            <td class="name">${server.name}${server.transport ? html` <span class="muted">${server.transport}</span>` : null}</td>
+            <td><span class=${`status ${server.status}`}>${server.status}</span></td>
+            <td class="entries">${server.entrySummary.length === 0 ? '—' : server.entrySummary.map((entry) => html`<div class="entry" data-entry=${entry.entryIndex}>
+              #${entry.entryIndex} <span class=${`status ${entry.status}`}>${entry.status}</span> refs ${entry.refs} · <span class="tag era" title="protocol era">${entry.era ?? 'era ?'}</span> · <span class="tag sharing" title="who may share this process">${entry.sharing}</span>
+            </div>`)}</td>
+            <td class="refs">${refs}</td>
+            <td class="restarts">${stat?.restarts ?? 0}</td>
+            <td class="calls" title=${stat ? `${stat.errors} failed` : ''}>${stat?.calls ?? 0}</td>
+            <td class="rate">${fixed(stat?.perSecond, 2)}</td>
+            <td class="p50" title=${window}>${latency(stat?.p50Ms)}</td>
+            <td class="p95" title=${window}>${latency(stat?.p95Ms)}</td>
+            <td class="error">${server.lastError ? html`<code>${server.lastError.code}</code> ${server.lastError.message.split('\n')[0]}` : ''}</td>
+            <td><button type="button" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onRestart(server.name)}>${busy.has(server.name) ? 'Restarting…' : 'Restart'}</button></td>
+          </tr>`,
+          html`<tr class="stderr-row"><td colspan=${columns}><${StderrPanel} name=${server.name} tick=${tick} /></td></tr>`,
+        ];
       })}
     </tbody>
   </table>`;
@@ -125,12 +134,14 @@ function Servers({ servers, rates, restartCounts, onRestart, busy, canWrite }) {
 function Sessions({ sessions }) {
   if (sessions.length === 0) return html`<p class="empty">No sessions.</p>`;
   return html`<table class="sessions">
-    <thead><tr><th>Session</th><th>Client</th><th>Opened</th><th>Servers</th></tr></thead>
-    <tbody>${sessions.map((session) => html`<tr>
-      <td><code>${session.id}</code>${session.label ? ` ${session.label}` : ''}</td>
-      <td>${session.clientId}</td>
-      <td>${new Date(session.createdAt).toLocaleTimeString()}</td>
-      <td>${session.servers.map((s) => `${s.name}${s.status === 'connected' ? '' : ` (${s.status})`}`).join(', ') || '—'}</td>
+    <thead><tr><th>Client</th><th>Kind</th><th>Session</th><th>Servers</th><th>Opened</th><th>Last activity</th></tr></thead>
+    <tbody>${sessions.map((session) => html`<tr data-session=${session.id} data-kind=${session.kind} data-client=${session.clientId}>
+      <td class="client">${session.clientId}</td>
+      <td class="kind"><span class="tag">${session.kind === 'mcp' ? `mcp${session.scope ? `/${session.scope}` : ''}` : 'rest'}</span></td>
+      <td><code title=${session.id}>${shortId(session.id)}</code>${session.label ? ` ${session.label}` : ''}</td>
+      <td class="held">${session.servers.map((s) => `${s.name}${s.status === 'connected' ? '' : ` (${s.status})`}`).join(', ') || '—'}</td>
+      <td>${clock(session.createdAt)}</td>
+      <td>${clock(session.lastActivityAt)}</td>
     </tr>`)}</tbody>
   </table>`;
 }
@@ -146,18 +157,19 @@ function App() {
   const [status, setStatus] = useState(undefined);
   const [sessions, setSessions] = useState([]);
   const [events, setEvents] = useState([]);
-  const [rates, setRates] = useState(new Map());
-  const [restartCounts, setRestartCounts] = useState(new Map());
+  const [stats, setStats] = useState(new Map());
+  const [tick, setTick] = useState(0);
   const [busy, setBusy] = useState(new Set());
   const [notice, setNotice] = useState(undefined);
-  const lastMetrics = useRef(undefined);
+  const lastStats = useRef(undefined);
 
   const refresh = useCallback(async () => {
     try {
-      const [next, list] = await Promise.all([api('/workspace/mcp'), api('/sessions')]);
+      const [next, list] = await Promise.all([api('/workspace/mcp'), api('/workspace/sessions')]);
       setStatus(next);
       setSessions(list.sessions);
       setSignedIn(true);
+      setTick((n) => n + 1);
     } catch (error) {
       if (error instanceof Unauthorized) setSignedIn(false);
       else setNotice(String(error.message));
@@ -197,25 +209,20 @@ function App() {
       void refresh();
     };
     for (const type of EVENT_TYPES) source.addEventListener(type, onEvent);
-    const readMetrics = async () => {
+    const readStats = async () => {
       try {
-        const current = parseMetrics(await api('/metrics', { headers: { accept: 'text/plain' } }));
-        const now = Date.now();
-        const previous = lastMetrics.current;
-        if (previous) setRates(callRates(previous.metrics, current, (now - previous.at) / 1000));
-        lastMetrics.current = { metrics: current, at: now };
-        const counts = new Map();
-        for (const { labels, value } of current.get('mcpool_restarts_total') ?? []) if (labels.result === 'restarted') counts.set(labels.server, (counts.get(labels.server) ?? 0) + value);
-        setRestartCounts(counts);
+        const current = await api('/workspace/stats');
+        setStats(serverStats(lastStats.current, current));
+        lastStats.current = current;
       } catch {
-        // metrics are a nicety: the table still shows without them
+        // the figures are a nicety: the table still shows without them
       }
     };
-    void readMetrics();
-    const metricsTimer = setInterval(readMetrics, METRICS_POLL_MS);
+    void readStats();
+    const statsTimer = setInterval(readStats, STATS_POLL_MS);
     return () => {
       clearInterval(timer);
-      clearInterval(metricsTimer);
+      clearInterval(statsTimer);
       source.close();
     };
   }, [signedIn, refresh]);
@@ -249,11 +256,11 @@ function App() {
       <h1>mcpool</h1>
       <span class=${`ready ${status?.ready ? 'yes' : 'no'}`}>${status?.ready ? 'ready' : 'warming up'}</span>
       <${Budget} budget=${status?.budget} />
-      <span class="sessions-count">${status?.sessions ?? 0} session(s)</span>
+      <span class="sessions-count">${sessions.length} session(s)</span>
       <button type="button" class="signout" onClick=${signOut}>Sign out</button>
     </header>
     ${notice ? html`<p class="notice" role="alert">${notice}</p>` : null}
-    <section><h2>Servers</h2><${Servers} servers=${status?.servers ?? []} rates=${rates} restartCounts=${restartCounts} onRestart=${restart} busy=${busy} canWrite=${true} /></section>
+    <section><h2>Servers</h2><${Servers} servers=${status?.servers ?? []} stats=${stats} onRestart=${restart} busy=${busy} canWrite=${true} tick=${tick} /></section>
     <section class="columns">
       <div><h2>Sessions</h2><${Sessions} sessions=${sessions} /></div>
       <div><h2>Live events</h2><${Events} events=${events} /></div>

@@ -1,0 +1,122 @@
+/**
+ * Read-only routes the dashboard polls (and any operator may curl): every session of the daemon,
+ * REST and `/mcp`, with its client and last activity; per server call figures read from the
+ * metrics registry; the tail of a server's stderr. They need the read right like every route but
+ * `/healthz`, and their bodies go through the app's scrubbing like every other.
+ */
+import { z } from 'zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Daemon } from '../daemon.js';
+import type { GatewaySessionInfo } from '../gateway/gateway.js';
+import type { RouteDoc } from './openapi.js';
+import { parseInput } from './schemas.js';
+
+/** Lines of stderr a tail holds unless asked otherwise, and at most (the actor keeps 100). */
+export const STDERR_TAIL_DEFAULT_LINES = 50;
+const STDERR_TAIL_MAX_LINES = 100;
+
+const sessionServer = z.object({ name: z.string(), status: z.enum(['connected', 'connecting', 'disconnected', 'failed', 'released']) }).strict();
+
+export const workspaceSessionsSchema = z.object({
+  sessions: z.array(
+    z.object({
+      kind: z.enum(['rest', 'mcp']),
+      id: z.string(),
+      /** The client (token) that opened it: `operator` for the daemon's own token. */
+      clientId: z.string(),
+      label: z.string().optional(),
+      /** `/mcp/<server>` sessions: that server. */
+      scope: z.string().optional(),
+      createdAt: z.string(),
+      lastActivityAt: z.string(),
+      servers: z.array(sessionServer),
+    }).strict(),
+  ),
+}).strict();
+
+export const workspaceStatsSchema = z.object({
+  /** When the figures were read (ms since the epoch): a reader divides the difference of two readings by the difference of their `at`. */
+  at: z.number(),
+  servers: z.array(
+    z.object({
+      server: z.string(),
+      calls: z.number(),
+      errors: z.number(),
+      seconds: z.number(),
+      buckets: z.array(z.tuple([z.number(), z.number()])),
+      restarts: z.number(),
+    }).strict(),
+  ),
+}).strict();
+
+export const stderrQuery = z.object({ lines: z.string().regex(/^\d+$/, 'must be a whole number').optional() }).strict();
+
+export const stderrTailSchema = z.object({
+  server: z.string(),
+  entries: z.array(z.object({ entryIndex: z.number().int(), lines: z.array(z.string()) }).strict()),
+}).strict();
+
+export type WorkspaceSessions = z.infer<typeof workspaceSessionsSchema>;
+
+export interface ObserveRoute extends RouteDoc {
+  handler: (request: FastifyRequest, reply: FastifyReply) => unknown;
+}
+
+/** Both kinds of session, REST first, each oldest first. */
+export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySessionInfo[]): WorkspaceSessions {
+  const rest = daemon.listSessionActivity().map((session) => ({
+    kind: 'rest' as const,
+    id: session.id,
+    clientId: session.clientId,
+    ...(session.label === undefined ? {} : { label: session.label }),
+    createdAt: session.createdAt,
+    lastActivityAt: session.lastActivityAt,
+    servers: session.servers.map((server) => ({ name: server.name, status: server.status })),
+  }));
+  const mcp = mcpSessions().map((session) => ({
+    kind: 'mcp' as const,
+    id: session.id,
+    clientId: session.clientId,
+    ...(session.scope === undefined ? {} : { scope: session.scope }),
+    createdAt: session.createdAt,
+    lastActivityAt: session.lastActivityAt,
+    servers: session.servers.map((server) => ({ ...server })),
+  }));
+  const byAge = (a: { createdAt: string }, b: { createdAt: string }) => a.createdAt.localeCompare(b.createdAt);
+  return { sessions: [...rest.sort(byAge), ...mcp.sort(byAge)] };
+}
+
+export function observeRoutes(daemon: Daemon, mcpSessions: () => GatewaySessionInfo[]): ObserveRoute[] {
+  return [
+    {
+      method: 'GET',
+      url: '/workspace/sessions',
+      summary: 'Every session, REST (`kind: rest`) and `/mcp` (`kind: mcp`): its client, its servers, when it was opened and last used',
+      right: 'read',
+      responses: { 200: { description: 'The sessions', schema: workspaceSessionsSchema } },
+      handler: () => workspaceSessions(daemon, mcpSessions),
+    },
+    {
+      method: 'GET',
+      url: '/workspace/stats',
+      summary: 'Per server tool-call figures since the start (calls, errors, latency sum and histogram buckets, restarts), read from the metrics registry',
+      right: 'read',
+      responses: { 200: { description: 'Call figures', schema: workspaceStatsSchema } },
+      handler: async () => ({ at: Date.now(), servers: await daemon.metrics.callStats() }),
+    },
+    {
+      method: 'GET',
+      url: '/workspace/mcp/:server/stderr',
+      summary: `The last lines (\`lines\`, default ${STDERR_TAIL_DEFAULT_LINES}, at most ${STDERR_TAIL_MAX_LINES}) each live entry of a server wrote to stderr, secrets scrubbed`,
+      right: 'read',
+      query: stderrQuery,
+      responses: { 200: { description: 'The stderr tail per entry', schema: stderrTailSchema } },
+      errors: [400, 404],
+      handler: (request) => {
+        const { server } = request.params as { server: string };
+        const { lines } = parseInput(stderrQuery, request.query ?? {}, 'query');
+        return daemon.stderrTail(server, Math.min(STDERR_TAIL_MAX_LINES, lines === undefined ? STDERR_TAIL_DEFAULT_LINES : Number(lines)));
+      },
+    },
+  ];
+}
