@@ -100,6 +100,8 @@ type WarmState = 'starting' | 'ready' | 'failed';
 interface DaemonSession {
   id: string;
   clientId: string;
+  /** Servers it injected (counted against the client's `maxInjectedServersPerClient` while it is open). */
+  injectedCount: number;
   createdAt: string;
   label: string | undefined;
   servers: Map<string, SessionSlot>;
@@ -132,6 +134,8 @@ export class Daemon {
   /** Per configured server, its warm start: `/readyz` follows the current config, reloads included. */
   readonly #warmState = new Map<string, WarmState>();
   #warmStarted = false;
+  /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
+  #mcpSessions: () => number = () => 0;
   #accepting = true;
   #chain: Promise<unknown> = Promise.resolve();
   #closing: Promise<DrainAllResult> | undefined;
@@ -157,6 +161,7 @@ export class Daemon {
       pooledTransports: s.pooledTransports,
       ...(s.spawnTimeoutMs === undefined ? {} : { spawnTimeoutMs: s.spawnTimeoutMs }),
       callTimeoutMs: s.callTimeoutMs,
+      maxActors: s.maxActors,
       logger: this.#logger,
       onEvent: (event) => this.#onPoolEvent(event),
       defaultSharing: daemonDefaultSharing,
@@ -169,8 +174,36 @@ export class Daemon {
       snapshot: () => this.pool.getSnapshot(),
       health: () => this.pool.getHealth(),
       sessions: () => this.#sessions.size,
+      mcpSessions: () => this.#mcpSessions(),
+      injectedServers: () => this.#injectedLive(),
+      settings: () => this.#settings,
       eventSubscribers: () => this.events.subscribers,
     });
+  }
+
+  /** The `/mcp` gateway tells the daemon how to count its sessions (for status and metrics). */
+  countMcpSessionsWith(count: () => number): void {
+    this.#mcpSessions = count;
+  }
+
+  /**
+   * Refuses a `POST /sessions` that injects more servers than one request may. The route calls it
+   * on the raw body too, before validating it: a huge map is refused without walking it.
+   *
+   * @throws HttpError REQUEST_TOO_LARGE (400)
+   */
+  assertInjectionSize(injecting: number): void {
+    const max = this.#settings.maxInjectedServersPerRequest;
+    if (injecting <= max) return;
+    this.refused('injected_per_request');
+    throw new HttpError(ErrorCode.REQUEST_TOO_LARGE, `mcpServers holds ${injecting} servers; one request may inject at most ${max} (daemon.maxInjectedServersPerRequest)`, {
+      data: { injected: injecting, max },
+    });
+  }
+
+  /** Counts a refusal by an admission limit (`/metrics`: `mcpool_admission_refusals_total`). */
+  refused(limit: 'actors' | 'mcp_sessions' | 'mcp_sessions_per_client' | 'sessions_per_client' | 'injected_per_request' | 'injected_per_client'): void {
+    this.metrics.refusals.inc({ limit });
   }
 
   get settings(): Readonly<DaemonSettings> {
@@ -240,7 +273,20 @@ export class Daemon {
       servers,
       budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status, bySharing: { ...b.bySharing } },
       sessions: this.#sessions.size,
+      limits: {
+        actors: { live: snapshot.liveActors, max: snapshot.maxActors },
+        mcpSessions: { open: this.#mcpSessions(), max: this.#settings.mcpMaxSessions, perClient: this.#settings.mcpMaxSessionsPerClient },
+        sessions: { open: this.#sessions.size, perClient: this.#settings.maxSessionsPerClient },
+        injectedServers: { live: this.#injectedLive(), perRequest: this.#settings.maxInjectedServersPerRequest, perClient: this.#settings.maxInjectedServersPerClient },
+      },
     };
+  }
+
+  /** Injected servers held by open REST sessions, all clients (or one). */
+  #injectedLive(clientId?: string): number {
+    let count = 0;
+    for (const session of this.#sessions.values()) if (clientId === undefined || session.clientId === clientId) count += session.injectedCount;
+    return count;
   }
 
   /**
@@ -378,6 +424,27 @@ export class Daemon {
    */
   async createSession(principal: Principal, request: CreateSessionRequest): Promise<SessionInfo> {
     this.#assertAccepting();
+    // Admission first, on counts alone: a refused request parses no config and starts nothing.
+    const settings = this.#settings;
+    const injecting = request.mcpServers === undefined ? 0 : Object.keys(request.mcpServers).length;
+    this.assertInjectionSize(injecting);
+    let open = 0;
+    for (const session of this.#sessions.values()) if (session.clientId === principal.id) open += 1;
+    if (open >= settings.maxSessionsPerClient) {
+      this.refused('sessions_per_client');
+      throw new HttpError(ErrorCode.CLIENT_LIMIT_REACHED, `client ${principal.id} has ${open} open sessions, its limit (daemon.maxSessionsPerClient ${settings.maxSessionsPerClient}); delete some first`, {
+        data: { limit: 'maxSessionsPerClient', open, max: settings.maxSessionsPerClient },
+      });
+    }
+    const held = this.#injectedLive(principal.id);
+    if (injecting > 0 && held + injecting > settings.maxInjectedServersPerClient) {
+      this.refused('injected_per_client');
+      throw new HttpError(
+        ErrorCode.CLIENT_LIMIT_REACHED,
+        `client ${principal.id} holds ${held} injected servers; ${injecting} more would pass its limit (daemon.maxInjectedServersPerClient ${settings.maxInjectedServersPerClient}); delete sessions that inject servers first`,
+        { data: { limit: 'maxInjectedServersPerClient', held, requested: injecting, max: settings.maxInjectedServersPerClient } },
+      );
+    }
     const configured = this.#config.servers;
     const wanted = request.servers ?? Object.keys(configured);
     const injected = request.mcpServers === undefined ? {} : parseServersDocument({ mcpServers: request.mcpServers }, { env: {} }).servers;
@@ -396,7 +463,7 @@ export class Daemon {
     for (const name of wanted) if (Object.hasOwn(configured, name)) plan.set(name, { config: configured[name]!, injected: false });
     for (const [name, config] of Object.entries(injected)) plan.set(name, { config, injected: true });
 
-    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false };
+    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, injectedCount: Object.keys(injected).length, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false };
     this.#sessions.set(session.id, session);
     if (Object.keys(injected).length > 0) {
       // A stdio server is a command run for a client, so every such launch is logged (command
@@ -414,6 +481,7 @@ export class Daemon {
         } catch (error) {
           const wire = toPlainError(error);
           session.servers.set(name, { injected: isInjected, error: wire });
+          if (wire.code === ErrorCode.ACTOR_CAP_REACHED) this.refused('actors');
           const spawnFailure = isSpawnFailure(wire.code);
           if (spawnFailure) this.metrics.failures.inc({ server: name, kind: 'spawn' });
           // A failed spawn has its one log line from the entry watcher already.

@@ -75,6 +75,20 @@ export interface WorkspaceMcpStatus {
   budget: WorkspaceBudgetCell;
   /** Daemon sessions open now. */
   sessions: number;
+  /** The daemon's admission limits and how much of each is in use. */
+  limits: WorkspaceLimits;
+}
+
+/** The admission limits of `GET /workspace/mcp` (the `daemon` config section sets them). */
+export interface WorkspaceLimits {
+  /** Live actor threads (one per pool entry) and their hard cap (`maxActors`). */
+  actors: { live: number; max: number };
+  /** Open `/mcp` sessions, the cap for all clients together and the cap per client. */
+  mcpSessions: { open: number; max: number; perClient: number };
+  /** Open REST sessions and the cap per client. */
+  sessions: { open: number; perClient: number };
+  /** Servers injected by open REST sessions; at most `perRequest` per request, `perClient` per client. */
+  injectedServers: { live: number; perRequest: number; perClient: number };
 }
 
 /** One entry's outcome in `POST /workspace/mcp/:server/restart`. */

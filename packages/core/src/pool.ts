@@ -108,6 +108,13 @@ export interface McpTransportPoolOptions {
   onEvent?: (event: PoolEvent) => void;
   /** Actor thread hosting. */
   actorHost?: ActorHostOptions;
+  /**
+   * Hard cap on live actor threads (one per entry, unpooled ones included; threads still shutting
+   * down count until they exit; the one warm spare does not, it is a single fixed thread). Unlike
+   * the budget, it refuses in every budget mode: a new entry past it rejects with
+   * `MCPOOL_ACTOR_CAP_REACHED`. Sized for a 2-core laptop (~30 MB per thread). @default 64
+   */
+  maxActors?: number;
   /** How often each actor thread is pinged; a busy-looping thread is caught by it. @default 300 */
   heartbeatIntervalMs?: number;
   /** A ping unanswered this long declares the actor dead. @default 700 */
@@ -190,6 +197,8 @@ export interface PoolSnapshot {
   budget: PoolBudgetCell;
   /** Live actor threads and the stdio child processes behind them. */
   liveActors: number;
+  /** The hard cap on live actor threads (`maxActors`). */
+  maxActors: number;
 }
 
 /** A key whose restarts exceeded the intensity: refused until a manual restart. */
@@ -236,6 +245,8 @@ interface PoolEntry {
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+/** Live actor threads at most: ~30 MB each, 64 is ~2 GB, what a 2-core laptop can carry beside its work. */
+const DEFAULT_MAX_ACTORS = 64;
 const SPAWN_TIMEOUT_STDIO_MS = 30_000;
 const SPAWN_TIMEOUT_PACKAGE_RUNNER_MS = 120_000;
 const SPAWN_TIMEOUT_REMOTE_MS = 10_000;
@@ -298,6 +309,7 @@ export class McpTransportPool {
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #heartbeatIntervalMs: number;
   readonly #heartbeatTimeoutMs: number;
+  readonly #maxActors: number;
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
   readonly #ledger: GroupLedger | undefined;
@@ -345,6 +357,8 @@ export class McpTransportPool {
     this.#eras = new EraCache(stateDir);
     this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
     this.#heartbeatIntervalMs = positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300);
+    this.#maxActors = options.maxActors ?? DEFAULT_MAX_ACTORS;
+    if (!Number.isInteger(this.#maxActors) || this.#maxActors < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxActors must be an integer ≥ 1, got ${options.maxActors}`);
   }
 
   /**
@@ -373,6 +387,7 @@ export class McpTransportPool {
    * acquires the same entry twice gets the same view back.
    *
    * Rejects with `MCPOOL_POOL_DRAINING`, `MCPOOL_BUDGET_EXHAUSTED` (mode `enforce`),
+   * `MCPOOL_ACTOR_CAP_REACHED` (`maxActors` live threads, any budget mode),
    * `MCPOOL_CONFIG_INVALID`, `MCPOOL_INVALID_ARGUMENT` (a `per-principal` server acquired without
    * a principal), `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that spawn gets
    * the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED` when
@@ -527,7 +542,7 @@ export class McpTransportPool {
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
       server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
     }
-    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount };
+    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount, maxActors: this.#maxActors };
   }
 
   /**
@@ -591,8 +606,8 @@ export class McpTransportPool {
     this.#tripped.delete(id);
     this.#failures.delete(id);
     if (this.#entries.has(id)) return result(true, 'reset');
-    const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart', tripped.placement);
     try {
+      const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart', tripped.placement);
       await entry.ready;
       this.#idleIfUnused(entry);
       return result(true, 'reset');
@@ -699,6 +714,15 @@ export class McpTransportPool {
 
   /** Creates the entry and starts its actor. Synchronous up to the point the entry is visible. */
   #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string, placement: Placement): PoolEntry {
+    // Before the budget: a refusal here reserves nothing. The host counts a thread from its
+    // creation (synchronous, below) to its exit, so concurrent spawns cannot overshoot.
+    if (this.#host.liveCount >= this.#maxActors) {
+      throw new PoolError(
+        ErrorCode.ACTOR_CAP_REACHED,
+        `${name} was refused: the pool already runs ${this.#host.liveCount} actor threads, its cap (maxActors ${this.#maxActors}); release sessions, or raise maxActors (daemon.maxActors, MCPOOL_MAX_ACTORS)`,
+        { data: { serverName: name, liveActors: this.#host.liveCount, maxActors: this.#maxActors } },
+      );
+    }
     if (!this.#budget.tryReserve(name, sessionId)) {
       throw new PoolError(ErrorCode.BUDGET_EXHAUSTED, `the workspace budget of ${this.#budget.clientBudget} live connections is used up; ${name} was refused`, {
         data: { serverName: name, liveCount: this.#budget.liveCount, clientBudget: this.#budget.clientBudget },

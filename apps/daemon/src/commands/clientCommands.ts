@@ -82,7 +82,9 @@ export function formatStatus(status: WorkspaceMcpStatus): string {
   const b = status.budget;
   const split = Object.entries(b.bySharing ?? {}).filter(([, count]) => count > 0).map(([policy, count]) => `${count} ${policy}`).join(', ');
   const summary = `budget: ${b.liveCount}/${b.clientBudget} live (${b.budgetMode}, ${b.status})${split === '' ? '' : ` · ${split}`} · sessions: ${status.sessions} · ${status.ready ? 'ready' : 'warming up'}`;
-  return `${status.servers.length > 0 ? table(rows) : '(no servers)'}\n${summary}`;
+  const l = status.limits;
+  const limits = `limits: actors ${l.actors.live}/${l.actors.max} · /mcp sessions ${l.mcpSessions.open}/${l.mcpSessions.max} (${l.mcpSessions.perClient} per client) · sessions ${l.sessions.open} (${l.sessions.perClient} per client) · injected ${l.injectedServers.live} (${l.injectedServers.perRequest} per request, ${l.injectedServers.perClient} per client)`;
+  return `${status.servers.length > 0 ? table(rows) : '(no servers)'}\n${summary}\n${limits}`;
 }
 
 export function formatRestart(server: string, response: RestartResponse): string {
