@@ -263,6 +263,7 @@ export class Daemon {
           status: entry.status,
           sharing: entry.sharing,
           ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
+          ...(entry.health === undefined ? {} : { health: entry.health }),
         })),
       };
     });
@@ -333,6 +334,9 @@ export class Daemon {
       const ok = await this.#warmOne(name);
       results = [{ entryIndex: this.#warm.get(name)?.entryIndex ?? -1, restarted: ok, durationMs: Date.now() - started, ...(ok ? {} : { reason: 'start_failed' }) }];
     }
+    // A restart that brought a failed key back (past its restart intensity, or its actor died)
+    // left an entry nobody holds: the warm hold goes back on it, or it would drain away.
+    if (results.some((result) => result.restarted) && !this.#warmHeld(name)) await this.#rewarm(name);
     for (const result of results) {
       this.metrics.restarts.inc({ server: name, result: result.restarted ? 'restarted' : 'skipped' });
       this.#logger.info({ server: name, entryIndex: result.entryIndex, restarted: result.restarted, ms: result.durationMs, reason: result.reason }, result.restarted ? 'entry restarted' : 'entry restart skipped');
@@ -613,6 +617,9 @@ export class Daemon {
         // Told twice (this event and a `failed` status), logged once.
         if (!this.#ended.has(key)) this.#logFailure(known ?? this.#watch(key, 'spawning', event.generation), event.serverName, event.entryIndex, event.lastError);
         this.#publish({ type: 'failed', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, lastError: { code: event.lastError.code, message: event.lastError.message } });
+        // The pool brings a dead held entry back; the warm hold goes onto it (the pool's restart
+        // intensity bounds how often: past it, the acquire is refused and the hold waits for a restart).
+        if (event.lastError.code === ErrorCode.ACTOR_DIED && this.#warm.get(event.serverName)?.entryIndex === event.entryIndex) void this.#rewarm(event.serverName);
         break;
       default:
       // list changes reach sessions through their views; the stream carries lifecycle only
@@ -685,6 +692,22 @@ export class Daemon {
     const { ready, failed, total } = this.readiness().servers;
     this.#logger.info({ ready, failed, total }, `${ready}/${total} servers ready${failed > 0 ? ` (${failed} failed)` : ''}`);
     this.#publish({ type: 'servers_progress', ready, failed, total });
+  }
+
+  /** True when the warm hold on `name` is a live view (not failed with its entry, not released). */
+  #warmHeld(name: string): boolean {
+    const view = this.#warm.get(name);
+    return view !== undefined && view.status !== 'failed' && view.status !== 'released';
+  }
+
+  /** Puts the warm hold of a configured server back after its entry died (keepWarm only). */
+  async #rewarm(name: string): Promise<void> {
+    if (!this.#settings.keepWarm || this.#closing !== undefined || !Object.hasOwn(this.#config.servers, name)) return;
+    // Let the failure settle in the views first (their ports close after the pool's event).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.#warmHeld(name)) return;
+    this.#warm.delete(name);
+    if (await this.#warmOne(name)) this.#logger.info({ server: name, entryIndex: this.#warm.get(name)?.entryIndex }, `${name}: warm hold restored`);
   }
 
   /** Acquires `name`'s current config under the warm session; false when it fails (the entry watcher logged why). */

@@ -35,6 +35,8 @@ export interface EntrySummaryItem {
    * serves (equal labels, same owner, while the daemon runs). Never a client id, session id or token.
    */
   ownerLabel?: string;
+  /** Present when a call to the entry hit its deadline and none has been answered since (a stopped or hung server). */
+  health?: 'unresponsive';
 }
 
 /** One server cell of `GET /workspace/mcp`. */

@@ -117,8 +117,15 @@ export interface McpTransportPoolOptions {
   maxActors?: number;
   /** How often each actor thread is pinged; a busy-looping thread is caught by it. @default 300 */
   heartbeatIntervalMs?: number;
-  /** A ping unanswered this long declares the actor dead. @default 700 */
+  /** A ping unanswered this long counts as missed (one missed ping is not a death). @default 700 */
   heartbeatTimeoutMs?: number;
+  /**
+   * Consecutive missed pings before the actor is declared dead, and only once it has also been
+   * silent for that many (interval + timeout) periods plus four times the supervisor's own recent
+   * event-loop lateness: a busy host is not taken for a blocked actor. A thread exit is death at once.
+   * @default 3
+   */
+  heartbeatMisses?: number;
   /**
    * OTP-style restart intensity per entry key: more than `maxRestarts` transport losses or actor
    * deaths within `periodMs` and the key stays failed (`MCPOOL_SERVER_FAILED`) until `restartByName`.
@@ -177,6 +184,11 @@ export interface EntrySummary {
   ownerLabel?: string;
   /** The protocol era the entry's server speaks, once its connection settled it. */
   era?: 'legacy' | 'modern' | undefined;
+  /**
+   * Present when the entry is live but not serving: a call to it hit its deadline (a stopped or
+   * hung server) and no call has succeeded since. Cleared by the next call that gets an answer.
+   */
+  health?: 'unresponsive';
 }
 
 export interface ServerSnapshotSummary {
@@ -240,6 +252,12 @@ interface PoolEntry {
   era: 'legacy' | 'modern' | undefined;
   /** Set when the heartbeat gave up on the actor (its exit is then a death, whatever the code). */
   unresponsive?: boolean;
+  /** Consecutive pings that went unanswered within the timeout. */
+  missedPings: number;
+  /** When the actor last answered a ping (or became live). */
+  lastPongAt: number;
+  /** A call hit its deadline and none has been answered since. */
+  callsTimingOut: boolean;
   /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
   generation: number;
 }
@@ -309,6 +327,11 @@ export class McpTransportPool {
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #heartbeatIntervalMs: number;
   readonly #heartbeatTimeoutMs: number;
+  readonly #heartbeatMisses: number;
+  /** When the heartbeat timer last fired, to measure how late the supervisor's own loop runs. */
+  #lastTickAt = 0;
+  /** The supervisor's recent event-loop lateness (ms): the worst tick, decaying by half per tick. */
+  #supervisorLagMs = 0;
   readonly #maxActors: number;
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
@@ -357,6 +380,8 @@ export class McpTransportPool {
     this.#eras = new EraCache(stateDir);
     this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
     this.#heartbeatIntervalMs = positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300);
+    this.#heartbeatMisses = options.heartbeatMisses ?? 3;
+    if (!Number.isInteger(this.#heartbeatMisses) || this.#heartbeatMisses < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.heartbeatMisses must be an integer ≥ 1, got ${options.heartbeatMisses}`);
     this.#maxActors = options.maxActors ?? DEFAULT_MAX_ACTORS;
     if (!Number.isInteger(this.#maxActors) || this.#maxActors < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxActors must be an integer ≥ 1, got ${options.maxActors}`);
   }
@@ -373,6 +398,7 @@ export class McpTransportPool {
       const reaped = this.#ledger.reapLeftovers();
       if (reaped.killed > 0) this.#logger.warn(reaped, 'killed process groups left by a crashed run');
     }
+    this.#lastTickAt = performance.now();
     this.#heartbeat = setInterval(() => this.#pingActors(), this.#heartbeatIntervalMs);
     this.#heartbeat.unref();
     this.#host.prewarm();
@@ -528,7 +554,14 @@ export class McpTransportPool {
     for (const entry of this.#entries.values()) {
       const server = (servers[entry.serverName] ??= { name: entry.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.entryCount += 1;
-      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status, ...placementFields(entry.placement), ...(entry.era ? { era: entry.era } : {}) });
+      server.entrySummary.push({
+        entryIndex: entry.entryIndex,
+        refs: entry.views.size,
+        status: entry.status,
+        ...placementFields(entry.placement),
+        ...(entry.era ? { era: entry.era } : {}),
+        ...(entry.callsTimingOut && !isTerminal(entry.status) ? { health: 'unresponsive' as const } : {}),
+      });
       if (entry.budgetHeld) bySharing[entry.placement.sharing] += 1;
     }
     // A key past its restart intensity stays visible as failed until it is restarted.
@@ -749,6 +782,9 @@ export class McpTransportPool {
       lastError: undefined,
       restarting: undefined,
       pinging: false,
+      missedPings: 0,
+      lastPongAt: performance.now(),
+      callsTimingOut: false,
       generation: 0,
       era: undefined,
     };
@@ -777,6 +813,7 @@ export class McpTransportPool {
       .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
       .then((result) => {
         seenGeneration(entry, result.snapshot.generation);
+        entry.lastPongAt = performance.now();
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
         entry.era = result.era ?? entry.era;
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
@@ -807,6 +844,7 @@ export class McpTransportPool {
       fields,
       callTimeoutMs: this.#options.callTimeoutMs,
       onRelease: (released) => this.#releaseView(released),
+      onCallOutcome: (outcome) => this.#onCallOutcome(entry, outcome),
     });
     this.#viewEntry.set(view, entry);
     // Refs and index change synchronously, so the drain decision never sees a stale count.
@@ -899,17 +937,47 @@ export class McpTransportPool {
     }
   }
 
+  /**
+   * The heartbeat. An actor is declared dead on evidence only: its thread exited (handled by
+   * `#onActorExit`), or it missed `heartbeatMisses` pings in a row and has been silent longer than
+   * a window that grows with the supervisor's own lateness. A ping is answered by the actor's
+   * event loop, so a thread that computes for a second (a big parse) misses one ping and lives; a
+   * thread that never yields misses them all. The supervisor measures how late its own timer
+   * fires: when it is late, the CPU is starved or its loop is blocked, a ping's timeout says
+   * nothing about the actor, and that miss is not counted.
+   */
   #pingActors(): void {
+    const now = performance.now();
+    const lateness = Math.max(0, now - this.#lastTickAt - this.#heartbeatIntervalMs);
+    this.#lastTickAt = now;
+    this.#supervisorLagMs = Math.max(lateness, this.#supervisorLagMs / 2);
     for (const entry of this.#entries.values()) {
       // A spawning actor may still be loading its modules; its start request has its own deadline.
       if (entry.pinging || !entry.handle.alive || entry.status !== 'active' && entry.status !== 'draining') continue;
       entry.pinging = true;
+      const sentAt = performance.now();
       entry.handle
         .request('ping', null, { timeoutMs: this.#heartbeatTimeoutMs })
+        .then(() => {
+          entry.missedPings = 0;
+          entry.lastPongAt = performance.now();
+        })
         .catch((error: unknown) => {
           if (!(error instanceof PoolError) || error.code !== ErrorCode.CALL_TIMEOUT || !entry.handle.alive) return;
+          // The supervisor itself ran late during this ping: no evidence against the actor.
+          if (this.#supervisorLagMs > this.#heartbeatTimeoutMs / 2 || performance.now() - sentAt > this.#heartbeatTimeoutMs * 2) return;
+          entry.missedPings += 1;
+          const silentMs = performance.now() - Math.max(entry.lastPongAt, 0);
+          const windowMs = this.#heartbeatMisses * (this.#heartbeatIntervalMs + this.#heartbeatTimeoutMs) + 4 * this.#supervisorLagMs;
+          if (entry.missedPings < this.#heartbeatMisses || silentMs < windowMs) {
+            this.#logger.debug({ server: entry.serverName, entryIndex: entry.entryIndex, missed: entry.missedPings, silentMs: Math.round(silentMs) }, 'actor missed a heartbeat');
+            return;
+          }
           // Blocked (a busy loop, a runaway parse): it cannot serve its views. End it.
-          this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, timeoutMs: this.#heartbeatTimeoutMs }, 'actor stopped answering its heartbeat');
+          this.#logger.error(
+            { server: entry.serverName, entryIndex: entry.entryIndex, missed: entry.missedPings, silentMs: Math.round(silentMs), supervisorLagMs: Math.round(this.#supervisorLagMs) },
+            'actor stopped answering its heartbeat',
+          );
           entry.unresponsive = true;
           void entry.handle.terminate({ blocked: true });
         })
@@ -917,6 +985,16 @@ export class McpTransportPool {
           entry.pinging = false;
         });
     }
+  }
+
+  /** A view saw a call to its entry end: a deadline marks the entry unresponsive, an answer clears it. */
+  #onCallOutcome(entry: PoolEntry, outcome: 'answered' | 'timeout'): void {
+    const timingOut = outcome === 'timeout';
+    if (entry.callsTimingOut === timingOut) return;
+    entry.callsTimingOut = timingOut;
+    const fields = { server: entry.serverName, entryIndex: entry.entryIndex };
+    if (timingOut) this.#logger.warn(fields, 'a call hit its deadline: the entry is unresponsive until a call is answered');
+    else this.#logger.info(fields, 'the entry answers calls again');
   }
 
   /** Removes an entry from routing, by identity, and gives back its budget slot once. */
@@ -988,7 +1066,8 @@ export class McpTransportPool {
       return;
     }
     // The thread died under a live entry: its views' ports closed with it, so their in-flight
-    // calls reject as interrupted.
+    // calls reject as interrupted. A held entry is brought back (see `#bringBack`).
+    const held = entry.views.size > 0 && entry.pooled;
     const lastError: WireError = {
       code: ErrorCode.ACTOR_DIED,
       message: entry.unresponsive ? `the actor of ${entry.serverName} stopped answering and was ended` : `the actor of ${entry.serverName} died (exit code ${code})`,
@@ -1004,6 +1083,28 @@ export class McpTransportPool {
     this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, reason: 'actor_died' });
     this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, lastError });
     this.#recordFailure(entry, lastError);
+    if (held) this.#bringBack(entry);
+  }
+
+  /**
+   * Starts a replacement for a held entry whose actor died (OTP's permanent child: what sessions
+   * were using comes back without waiting for one of them to acquire again). The old views are
+   * failed (`ACTOR_DIED`): their sessions acquire again and attach to it; nobody holding it, it
+   * drains like any idle entry. Not past the restart intensity, nor while draining.
+   */
+  #bringBack(dead: PoolEntry): void {
+    if (this.#draining || this.#tripped.has(dead.id) || this.#entries.has(dead.id)) return;
+    const log = this.#logger.child({ server: dead.serverName });
+    try {
+      const replacement = this.#spawn(dead.serverName, dead.id, dead.config, dead.pooled, 'restart', dead.placement);
+      log.info({ entryIndex: replacement.entryIndex, replaces: dead.entryIndex }, 'a held entry died: started its replacement');
+      replacement.ready.then(
+        () => this.#idleIfUnused(replacement),
+        (error: unknown) => log.warn({ entryIndex: replacement.entryIndex, err: error }, 'the replacement of a dead entry failed to start'),
+      );
+    } catch (error) {
+      log.warn({ err: error }, 'a held entry died and could not be replaced');
+    }
   }
 
   /** Every status change of an entry is an event (the daemon logs one line per lifecycle change). */

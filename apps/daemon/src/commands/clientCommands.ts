@@ -75,7 +75,7 @@ export function formatStatus(status: WorkspaceMcpStatus): string {
   for (const server of status.servers) {
     const refs = server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0);
     const detail =
-      server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}`).join(', ') ||
+      server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}${entry.health === undefined ? '' : ` ${entry.health}`}`).join(', ') ||
       (server.lastError ? `${server.lastError.code}: ${server.lastError.message.split('\n')[0]}` : '-');
     rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), detail]);
   }
