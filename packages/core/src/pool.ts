@@ -263,6 +263,8 @@ interface PoolEntry {
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+/** How often the group ledger records the members of the groups it holds (one `ps`). */
+const LEDGER_REFRESH_MS = 5_000;
 /** Live actor threads at most: ~30 MB each, 64 is ~2 GB, what a 2-core laptop can carry beside its work. */
 const DEFAULT_MAX_ACTORS = 64;
 const SPAWN_TIMEOUT_STDIO_MS = 30_000;
@@ -325,6 +327,7 @@ export class McpTransportPool {
   /** Teardowns under way per key: a replacement spawns only once the old tree is gone. */
   readonly #retiring = new Map<ConnectionId, Promise<void>>();
   #heartbeat: NodeJS.Timeout | undefined;
+  #ledgerRefresh: NodeJS.Timeout | undefined;
   readonly #heartbeatIntervalMs: number;
   readonly #heartbeatTimeoutMs: number;
   readonly #heartbeatMisses: number;
@@ -401,6 +404,12 @@ export class McpTransportPool {
     this.#lastTickAt = performance.now();
     this.#heartbeat = setInterval(() => this.#pingActors(), this.#heartbeatIntervalMs);
     this.#heartbeat.unref();
+    if (this.#ledger !== undefined) {
+      // Group members (a server's helpers) are recorded as they appear: one `ps` per period, only while groups are held.
+      const ledger = this.#ledger;
+      this.#ledgerRefresh = setInterval(() => void ledger.refresh(), LEDGER_REFRESH_MS);
+      this.#ledgerRefresh.unref();
+    }
     this.#host.prewarm();
   }
 
@@ -697,6 +706,7 @@ export class McpTransportPool {
     );
     this.#sessions.clear();
     clearInterval(this.#heartbeat);
+    clearInterval(this.#ledgerRefresh);
     await withDeadline(Promise.allSettled([...this.#retiring.values()]), left());
     await this.#host.close();
     this.#budget.dispose();
@@ -814,6 +824,8 @@ export class McpTransportPool {
       .then((result) => {
         seenGeneration(entry, result.snapshot.generation);
         entry.lastPongAt = performance.now();
+        // The server is up: the helpers it started by now join its group's record.
+        void this.#ledger?.refresh();
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
         entry.era = result.era ?? entry.era;
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
