@@ -100,6 +100,8 @@ type WarmState = 'starting' | 'ready' | 'failed';
 interface DaemonSession {
   id: string;
   clientId: string;
+  /** Servers it injected (counted against the client's `maxInjectedServersPerClient` while it is open). */
+  injectedCount: number;
   createdAt: string;
   label: string | undefined;
   servers: Map<string, SessionSlot>;
@@ -134,6 +136,8 @@ export class Daemon {
   /** Per configured server, its warm start: `/readyz` follows the current config, reloads included. */
   readonly #warmState = new Map<string, WarmState>();
   #warmStarted = false;
+  /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
+  #mcpSessions: () => number = () => 0;
   #accepting = true;
   #chain: Promise<unknown> = Promise.resolve();
   #closing: Promise<DrainAllResult> | undefined;
@@ -159,6 +163,7 @@ export class Daemon {
       pooledTransports: s.pooledTransports,
       ...(s.spawnTimeoutMs === undefined ? {} : { spawnTimeoutMs: s.spawnTimeoutMs }),
       callTimeoutMs: s.callTimeoutMs,
+      maxActors: s.maxActors,
       logger: this.#logger,
       onEvent: (event) => this.#onPoolEvent(event),
       defaultSharing: daemonDefaultSharing,
@@ -171,8 +176,36 @@ export class Daemon {
       snapshot: () => this.pool.getSnapshot(),
       health: () => this.pool.getHealth(),
       sessions: () => this.#sessions.size,
+      mcpSessions: () => this.#mcpSessions(),
+      injectedServers: () => this.#injectedLive(),
+      settings: () => this.#settings,
       eventSubscribers: () => this.events.subscribers,
     });
+  }
+
+  /** The `/mcp` gateway tells the daemon how to count its sessions (for status and metrics). */
+  countMcpSessionsWith(count: () => number): void {
+    this.#mcpSessions = count;
+  }
+
+  /**
+   * Refuses a `POST /sessions` that injects more servers than one request may. The route calls it
+   * on the raw body too, before validating it: a huge map is refused without walking it.
+   *
+   * @throws HttpError REQUEST_TOO_LARGE (400)
+   */
+  assertInjectionSize(injecting: number): void {
+    const max = this.#settings.maxInjectedServersPerRequest;
+    if (injecting <= max) return;
+    this.refused('injected_per_request');
+    throw new HttpError(ErrorCode.REQUEST_TOO_LARGE, `mcpServers holds ${injecting} servers; one request may inject at most ${max} (daemon.maxInjectedServersPerRequest)`, {
+      data: { injected: injecting, max },
+    });
+  }
+
+  /** Counts a refusal by an admission limit (`/metrics`: `mcpool_admission_refusals_total`). */
+  refused(limit: 'actors' | 'mcp_sessions' | 'mcp_sessions_per_client' | 'sessions_per_client' | 'injected_per_request' | 'injected_per_client'): void {
+    this.metrics.refusals.inc({ limit });
   }
 
   get settings(): Readonly<DaemonSettings> {
@@ -233,6 +266,7 @@ export class Daemon {
           sharing: entry.sharing,
           ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
           ...(entry.era === undefined ? {} : { era: entry.era }),
+          ...(entry.health === undefined ? {} : { health: entry.health }),
         })),
       };
     });
@@ -243,7 +277,20 @@ export class Daemon {
       servers,
       budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status, bySharing: { ...b.bySharing } },
       sessions: this.#sessions.size,
+      limits: {
+        actors: { live: snapshot.liveActors, max: snapshot.maxActors },
+        mcpSessions: { open: this.#mcpSessions(), max: this.#settings.mcpMaxSessions, perClient: this.#settings.mcpMaxSessionsPerClient },
+        sessions: { open: this.#sessions.size, perClient: this.#settings.maxSessionsPerClient },
+        injectedServers: { live: this.#injectedLive(), perRequest: this.#settings.maxInjectedServersPerRequest, perClient: this.#settings.maxInjectedServersPerClient },
+      },
     };
+  }
+
+  /** Injected servers held by open REST sessions, all clients (or one). */
+  #injectedLive(clientId?: string): number {
+    let count = 0;
+    for (const session of this.#sessions.values()) if (clientId === undefined || session.clientId === clientId) count += session.injectedCount;
+    return count;
   }
 
   /**
@@ -290,6 +337,9 @@ export class Daemon {
       const ok = await this.#warmOne(name);
       results = [{ entryIndex: this.#warm.get(name)?.entryIndex ?? -1, restarted: ok, durationMs: Date.now() - started, ...(ok ? {} : { reason: 'start_failed' }) }];
     }
+    // A restart that brought a failed key back (past its restart intensity, or its actor died)
+    // left an entry nobody holds: the warm hold goes back on it, or it would drain away.
+    if (results.some((result) => result.restarted) && !this.#warmHeld(name)) await this.#rewarm(name);
     for (const result of results) {
       this.metrics.restarts.inc({ server: name, result: result.restarted ? 'restarted' : 'skipped' });
       this.#logger.info({ server: name, entryIndex: result.entryIndex, restarted: result.restarted, ms: result.durationMs, reason: result.reason }, result.restarted ? 'entry restarted' : 'entry restart skipped');
@@ -381,6 +431,27 @@ export class Daemon {
    */
   async createSession(principal: Principal, request: CreateSessionRequest): Promise<SessionInfo> {
     this.#assertAccepting();
+    // Admission first, on counts alone: a refused request parses no config and starts nothing.
+    const settings = this.#settings;
+    const injecting = request.mcpServers === undefined ? 0 : Object.keys(request.mcpServers).length;
+    this.assertInjectionSize(injecting);
+    let open = 0;
+    for (const session of this.#sessions.values()) if (session.clientId === principal.id) open += 1;
+    if (open >= settings.maxSessionsPerClient) {
+      this.refused('sessions_per_client');
+      throw new HttpError(ErrorCode.CLIENT_LIMIT_REACHED, `client ${principal.id} has ${open} open sessions, its limit (daemon.maxSessionsPerClient ${settings.maxSessionsPerClient}); delete some first`, {
+        data: { limit: 'maxSessionsPerClient', open, max: settings.maxSessionsPerClient },
+      });
+    }
+    const held = this.#injectedLive(principal.id);
+    if (injecting > 0 && held + injecting > settings.maxInjectedServersPerClient) {
+      this.refused('injected_per_client');
+      throw new HttpError(
+        ErrorCode.CLIENT_LIMIT_REACHED,
+        `client ${principal.id} holds ${held} injected servers; ${injecting} more would pass its limit (daemon.maxInjectedServersPerClient ${settings.maxInjectedServersPerClient}); delete sessions that inject servers first`,
+        { data: { limit: 'maxInjectedServersPerClient', held, requested: injecting, max: settings.maxInjectedServersPerClient } },
+      );
+    }
     const configured = this.#config.servers;
     const wanted = request.servers ?? Object.keys(configured);
     const injected = request.mcpServers === undefined ? {} : parseServersDocument({ mcpServers: request.mcpServers }, { env: {} }).servers;
@@ -399,7 +470,7 @@ export class Daemon {
     for (const name of wanted) if (Object.hasOwn(configured, name)) plan.set(name, { config: configured[name]!, injected: false });
     for (const [name, config] of Object.entries(injected)) plan.set(name, { config, injected: true });
 
-    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false, lastActivityAt: Date.now() };
+    const session: DaemonSession = { id: randomUUID(), clientId: principal.id, injectedCount: Object.keys(injected).length, createdAt: new Date().toISOString(), label: request.label, servers: new Map(), closed: false, lastActivityAt: Date.now() };
     this.#sessions.set(session.id, session);
     if (Object.keys(injected).length > 0) {
       // A stdio server is a command run for a client, so every such launch is logged (command
@@ -417,6 +488,7 @@ export class Daemon {
         } catch (error) {
           const wire = toPlainError(error);
           session.servers.set(name, { injected: isInjected, error: wire });
+          if (wire.code === ErrorCode.ACTOR_CAP_REACHED) this.refused('actors');
           const spawnFailure = isSpawnFailure(wire.code);
           if (spawnFailure) this.metrics.failures.inc({ server: name, kind: 'spawn' });
           // A failed spawn has its one log line from the entry watcher already.
@@ -567,6 +639,9 @@ export class Daemon {
         // Told twice (this event and a `failed` status), logged once.
         if (!this.#ended.has(key)) this.#logFailure(known ?? this.#watch(key, 'spawning', event.generation), event.serverName, event.entryIndex, event.lastError);
         this.#publish({ type: 'failed', serverName: event.serverName, entryIndex: event.entryIndex, generation: event.generation, lastError: { code: event.lastError.code, message: event.lastError.message } });
+        // The pool brings a dead held entry back; the warm hold goes onto it (the pool's restart
+        // intensity bounds how often: past it, the acquire is refused and the hold waits for a restart).
+        if (event.lastError.code === ErrorCode.ACTOR_DIED && this.#warm.get(event.serverName)?.entryIndex === event.entryIndex) void this.#rewarm(event.serverName);
         break;
       default:
       // list changes reach sessions through their views; the stream carries lifecycle only
@@ -639,6 +714,22 @@ export class Daemon {
     const { ready, failed, total } = this.readiness().servers;
     this.#logger.info({ ready, failed, total }, `${ready}/${total} servers ready${failed > 0 ? ` (${failed} failed)` : ''}`);
     this.#publish({ type: 'servers_progress', ready, failed, total });
+  }
+
+  /** True when the warm hold on `name` is a live view (not failed with its entry, not released). */
+  #warmHeld(name: string): boolean {
+    const view = this.#warm.get(name);
+    return view !== undefined && view.status !== 'failed' && view.status !== 'released';
+  }
+
+  /** Puts the warm hold of a configured server back after its entry died (keepWarm only). */
+  async #rewarm(name: string): Promise<void> {
+    if (!this.#settings.keepWarm || this.#closing !== undefined || !Object.hasOwn(this.#config.servers, name)) return;
+    // Let the failure settle in the views first (their ports close after the pool's event).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.#warmHeld(name)) return;
+    this.#warm.delete(name);
+    if (await this.#warmOne(name)) this.#logger.info({ server: name, entryIndex: this.#warm.get(name)?.entryIndex }, `${name}: warm hold restored`);
   }
 
   /** Acquires `name`'s current config under the warm session; false when it fails (the entry watcher logged why). */

@@ -5,11 +5,17 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PoolSnapshot } from '@mcpool/core';
+import type { DaemonSettings } from './config/daemonConfig.js';
 
 export interface MetricsSource {
   snapshot(): PoolSnapshot;
   health(): Promise<{ zombies: number; trippedKeys: number }>;
   sessions(): number;
+  /** Open `/mcp` sessions. */
+  mcpSessions(): number;
+  /** Injected servers held by open REST sessions. */
+  injectedServers(): number;
+  settings(): Readonly<DaemonSettings>;
   eventSubscribers(): number;
 }
 
@@ -37,6 +43,7 @@ export class DaemonMetrics {
   readonly restarts: Counter<'server' | 'result'>;
   readonly failures: Counter<'server' | 'kind'>;
   readonly reloads: Counter<'result'>;
+  readonly refusals: Counter<'limit'>;
   readonly callDuration: Histogram<'server' | 'outcome'>;
 
   constructor(source: MetricsSource) {
@@ -108,6 +115,45 @@ export class DaemonMetrics {
       },
     });
     new Gauge({
+      name: 'mcpool_actor_cap',
+      help: 'The hard cap on live actor threads (daemon.maxActors); compare mcpool_live_actors.',
+      registers,
+      collect() {
+        this.set(source.snapshot().maxActors);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_mcp_sessions',
+      help: 'Open /mcp sessions.',
+      registers,
+      collect() {
+        this.set(source.mcpSessions());
+      },
+    });
+    new Gauge({
+      name: 'mcpool_injected_servers',
+      help: 'Servers injected by open REST sessions.',
+      registers,
+      collect() {
+        this.set(source.injectedServers());
+      },
+    });
+    new Gauge({
+      name: 'mcpool_admission_limit',
+      help: 'Admission limits from the daemon config, by limit.',
+      labelNames: ['limit'] as const,
+      registers,
+      collect() {
+        const s = source.settings();
+        this.set({ limit: 'actors' }, s.maxActors);
+        this.set({ limit: 'mcp_sessions' }, s.mcpMaxSessions);
+        this.set({ limit: 'mcp_sessions_per_client' }, s.mcpMaxSessionsPerClient);
+        this.set({ limit: 'sessions_per_client' }, s.maxSessionsPerClient);
+        this.set({ limit: 'injected_per_request' }, s.maxInjectedServersPerRequest);
+        this.set({ limit: 'injected_per_client' }, s.maxInjectedServersPerClient);
+      },
+    });
+    new Gauge({
       name: 'mcpool_event_subscribers',
       help: 'Open event streams.',
       registers,
@@ -135,6 +181,7 @@ export class DaemonMetrics {
     this.restarts = new Counter({ name: 'mcpool_restarts_total', help: 'Entry restarts, by result (restarted, skipped).', labelNames: ['server', 'result'] as const, registers });
     this.failures = new Counter({ name: 'mcpool_failures_total', help: 'Failures: spawn (a start failed), entry (an entry failed), call (a tool call failed).', labelNames: ['server', 'kind'] as const, registers });
     this.reloads = new Counter({ name: 'mcpool_config_reloads_total', help: 'Config reloads, by result (applied, rejected).', labelNames: ['result'] as const, registers });
+    this.refusals = new Counter({ name: 'mcpool_admission_refusals_total', help: 'Requests refused by an admission limit, by limit (see mcpool_admission_limit).', labelNames: ['limit'] as const, registers });
     this.callDuration = new Histogram({
       name: 'mcpool_call_duration_seconds',
       help: 'Tool call latency through daemon sessions, by outcome (ok, error).',

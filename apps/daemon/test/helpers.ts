@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { Daemon, SecretRedactor, buildApp, createLogger, loadConfig, type ConfigSource, type LoadedConfig } from 'mcpool';
+import { Daemon, SecretRedactor, buildApp, createLogger, loadConfig, type ConfigSource, type DaemonOptions, type LoadedConfig } from 'mcpool';
 import { killMarked } from '../../../test/helpers/processes.js';
 
 export interface Harness {
@@ -44,6 +44,8 @@ export interface HarnessOptions {
   start?: boolean;
   /** The daemon's log level; the actor threads log to stderr at the same level. @default 'warn' */
   logLevel?: 'debug' | 'info' | 'warn';
+  /** Extra pool options (over `shutdownStepMs: 500`). */
+  poolOptions?: DaemonOptions['poolOptions'];
 }
 
 export async function harness(doc: unknown, options: HarnessOptions = {}): Promise<Harness> {
@@ -58,7 +60,7 @@ export async function harness(doc: unknown, options: HarnessOptions = {}): Promi
   const redactor = new SecretRedactor();
   const logger = createLogger({ level: options.logLevel ?? 'warn', destination: memoryDestination(logs), redactor });
   const token = `operator-${randomUUID()}`;
-  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500 } });
+  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions } });
   const app = await buildApp({ daemon, logger, redactor });
   if (options.start !== false) await daemon.start();
   return {

@@ -59,5 +59,6 @@ export type {
   TransportKind,
   WorkspaceBudgetCell,
   WorkspaceMcpServer,
+  WorkspaceLimits,
   WorkspaceMcpStatus,
 } from './types.js';

@@ -37,6 +37,8 @@ export interface EntrySummaryItem {
   ownerLabel?: string;
   /** The protocol era its server speaks (`legacy` 2025-11-25 and older, `modern` 2026-07-28), once its connection settled it. */
   era?: 'legacy' | 'modern';
+  /** Present when a call to the entry hit its deadline and none has been answered since (a stopped or hung server). */
+  health?: 'unresponsive';
 }
 
 /** One server cell of `GET /workspace/mcp`. */
@@ -77,6 +79,20 @@ export interface WorkspaceMcpStatus {
   budget: WorkspaceBudgetCell;
   /** Daemon sessions open now. */
   sessions: number;
+  /** The daemon's admission limits and how much of each is in use. */
+  limits: WorkspaceLimits;
+}
+
+/** The admission limits of `GET /workspace/mcp` (the `daemon` config section sets them). */
+export interface WorkspaceLimits {
+  /** Live actor threads (one per pool entry) and their hard cap (`maxActors`). */
+  actors: { live: number; max: number };
+  /** Open `/mcp` sessions, the cap for all clients together and the cap per client. */
+  mcpSessions: { open: number; max: number; perClient: number };
+  /** Open REST sessions and the cap per client. */
+  sessions: { open: number; perClient: number };
+  /** Servers injected by open REST sessions; at most `perRequest` per request, `perClient` per client. */
+  injectedServers: { live: number; perRequest: number; perClient: number };
 }
 
 /** One entry's outcome in `POST /workspace/mcp/:server/restart`. */

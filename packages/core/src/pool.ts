@@ -108,10 +108,24 @@ export interface McpTransportPoolOptions {
   onEvent?: (event: PoolEvent) => void;
   /** Actor thread hosting. */
   actorHost?: ActorHostOptions;
+  /**
+   * Hard cap on live actor threads (one per entry, unpooled ones included; threads still shutting
+   * down count until they exit; the one warm spare does not, it is a single fixed thread). Unlike
+   * the budget, it refuses in every budget mode: a new entry past it rejects with
+   * `MCPOOL_ACTOR_CAP_REACHED`. Sized for a 2-core laptop (~30 MB per thread). @default 64
+   */
+  maxActors?: number;
   /** How often each actor thread is pinged; a busy-looping thread is caught by it. @default 300 */
   heartbeatIntervalMs?: number;
-  /** A ping unanswered this long declares the actor dead. @default 700 */
+  /** A ping unanswered this long counts as missed (one missed ping is not a death). @default 700 */
   heartbeatTimeoutMs?: number;
+  /**
+   * Consecutive missed pings before the actor is declared dead, and only once it has also been
+   * silent for that many (interval + timeout) periods plus four times the supervisor's own recent
+   * event-loop lateness: a busy host is not taken for a blocked actor. A thread exit is death at once.
+   * @default 3
+   */
+  heartbeatMisses?: number;
   /**
    * OTP-style restart intensity per entry key: more than `maxRestarts` transport losses or actor
    * deaths within `periodMs` and the key stays failed (`MCPOOL_SERVER_FAILED`) until `restartByName`.
@@ -170,6 +184,11 @@ export interface EntrySummary {
   ownerLabel?: string;
   /** The protocol era the entry's server speaks, once its connection settled it. */
   era?: 'legacy' | 'modern' | undefined;
+  /**
+   * Present when the entry is live but not serving: a call to it hit its deadline (a stopped or
+   * hung server) and no call has succeeded since. Cleared by the next call that gets an answer.
+   */
+  health?: 'unresponsive';
 }
 
 export interface ServerSnapshotSummary {
@@ -190,6 +209,8 @@ export interface PoolSnapshot {
   budget: PoolBudgetCell;
   /** Live actor threads and the stdio child processes behind them. */
   liveActors: number;
+  /** The hard cap on live actor threads (`maxActors`). */
+  maxActors: number;
 }
 
 /** A key whose restarts exceeded the intensity: refused until a manual restart. */
@@ -231,11 +252,21 @@ interface PoolEntry {
   era: 'legacy' | 'modern' | undefined;
   /** Set when the heartbeat gave up on the actor (its exit is then a death, whatever the code). */
   unresponsive?: boolean;
+  /** Consecutive pings that went unanswered within the timeout. */
+  missedPings: number;
+  /** When the actor last answered a ping (or became live). */
+  lastPongAt: number;
+  /** A call hit its deadline and none has been answered since. */
+  callsTimingOut: boolean;
   /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
   generation: number;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+/** How often the group ledger records the members of the groups it holds (one `ps`). */
+const LEDGER_REFRESH_MS = 5_000;
+/** Live actor threads at most: ~30 MB each, 64 is ~2 GB, what a 2-core laptop can carry beside its work. */
+const DEFAULT_MAX_ACTORS = 64;
 const SPAWN_TIMEOUT_STDIO_MS = 30_000;
 const SPAWN_TIMEOUT_PACKAGE_RUNNER_MS = 120_000;
 const SPAWN_TIMEOUT_REMOTE_MS = 10_000;
@@ -296,8 +327,15 @@ export class McpTransportPool {
   /** Teardowns under way per key: a replacement spawns only once the old tree is gone. */
   readonly #retiring = new Map<ConnectionId, Promise<void>>();
   #heartbeat: NodeJS.Timeout | undefined;
+  #ledgerRefresh: NodeJS.Timeout | undefined;
   readonly #heartbeatIntervalMs: number;
   readonly #heartbeatTimeoutMs: number;
+  readonly #heartbeatMisses: number;
+  /** When the heartbeat timer last fired, to measure how late the supervisor's own loop runs. */
+  #lastTickAt = 0;
+  /** The supervisor's recent event-loop lateness (ms): the worst tick, decaying by half per tick. */
+  #supervisorLagMs = 0;
+  readonly #maxActors: number;
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
   readonly #ledger: GroupLedger | undefined;
@@ -345,6 +383,10 @@ export class McpTransportPool {
     this.#eras = new EraCache(stateDir);
     this.#heartbeatTimeoutMs = positive('heartbeatTimeoutMs', options.heartbeatTimeoutMs, 700);
     this.#heartbeatIntervalMs = positive('heartbeatIntervalMs', options.heartbeatIntervalMs, 300);
+    this.#heartbeatMisses = options.heartbeatMisses ?? 3;
+    if (!Number.isInteger(this.#heartbeatMisses) || this.#heartbeatMisses < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.heartbeatMisses must be an integer ≥ 1, got ${options.heartbeatMisses}`);
+    this.#maxActors = options.maxActors ?? DEFAULT_MAX_ACTORS;
+    if (!Number.isInteger(this.#maxActors) || this.#maxActors < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxActors must be an integer ≥ 1, got ${options.maxActors}`);
   }
 
   /**
@@ -359,8 +401,15 @@ export class McpTransportPool {
       const reaped = this.#ledger.reapLeftovers();
       if (reaped.killed > 0) this.#logger.warn(reaped, 'killed process groups left by a crashed run');
     }
+    this.#lastTickAt = performance.now();
     this.#heartbeat = setInterval(() => this.#pingActors(), this.#heartbeatIntervalMs);
     this.#heartbeat.unref();
+    if (this.#ledger !== undefined) {
+      // Group members (a server's helpers) are recorded as they appear: one `ps` per period, only while groups are held.
+      const ledger = this.#ledger;
+      this.#ledgerRefresh = setInterval(() => void ledger.refresh(), LEDGER_REFRESH_MS);
+      this.#ledgerRefresh.unref();
+    }
     this.#host.prewarm();
   }
 
@@ -373,6 +422,7 @@ export class McpTransportPool {
    * acquires the same entry twice gets the same view back.
    *
    * Rejects with `MCPOOL_POOL_DRAINING`, `MCPOOL_BUDGET_EXHAUSTED` (mode `enforce`),
+   * `MCPOOL_ACTOR_CAP_REACHED` (`maxActors` live threads, any budget mode),
    * `MCPOOL_CONFIG_INVALID`, `MCPOOL_INVALID_ARGUMENT` (a `per-principal` server acquired without
    * a principal), `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that spawn gets
    * the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED` when
@@ -513,7 +563,14 @@ export class McpTransportPool {
     for (const entry of this.#entries.values()) {
       const server = (servers[entry.serverName] ??= { name: entry.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.entryCount += 1;
-      server.entrySummary.push({ entryIndex: entry.entryIndex, refs: entry.views.size, status: entry.status, ...placementFields(entry.placement), ...(entry.era ? { era: entry.era } : {}) });
+      server.entrySummary.push({
+        entryIndex: entry.entryIndex,
+        refs: entry.views.size,
+        status: entry.status,
+        ...placementFields(entry.placement),
+        ...(entry.era ? { era: entry.era } : {}),
+        ...(entry.callsTimingOut && !isTerminal(entry.status) ? { health: 'unresponsive' as const } : {}),
+      });
       if (entry.budgetHeld) bySharing[entry.placement.sharing] += 1;
     }
     // A key past its restart intensity stays visible as failed until it is restarted.
@@ -527,7 +584,7 @@ export class McpTransportPool {
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
       server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
     }
-    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount };
+    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount, maxActors: this.#maxActors };
   }
 
   /**
@@ -591,8 +648,8 @@ export class McpTransportPool {
     this.#tripped.delete(id);
     this.#failures.delete(id);
     if (this.#entries.has(id)) return result(true, 'reset');
-    const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart', tripped.placement);
     try {
+      const entry = this.#spawn(tripped.serverName, id, tripped.config, tripped.pooled, 'restart', tripped.placement);
       await entry.ready;
       this.#idleIfUnused(entry);
       return result(true, 'reset');
@@ -671,6 +728,7 @@ export class McpTransportPool {
     );
     this.#sessions.clear();
     clearInterval(this.#heartbeat);
+    clearInterval(this.#ledgerRefresh);
     await withDeadline(Promise.allSettled([...this.#retiring.values()]), left());
     await this.#host.close();
     this.#budget.dispose();
@@ -721,6 +779,15 @@ export class McpTransportPool {
 
   /** Creates the entry and starts its actor. Synchronous up to the point the entry is visible. */
   #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string, placement: Placement): PoolEntry {
+    // Before the budget: a refusal here reserves nothing. The host counts a thread from its
+    // creation (synchronous, below) to its exit, so concurrent spawns cannot overshoot.
+    if (this.#host.liveCount >= this.#maxActors) {
+      throw new PoolError(
+        ErrorCode.ACTOR_CAP_REACHED,
+        `${name} was refused: the pool already runs ${this.#host.liveCount} actor threads, its cap (maxActors ${this.#maxActors}); release sessions, or raise maxActors (daemon.maxActors, MCPOOL_MAX_ACTORS)`,
+        { data: { serverName: name, liveActors: this.#host.liveCount, maxActors: this.#maxActors } },
+      );
+    }
     if (!this.#budget.tryReserve(name, sessionId)) {
       throw new PoolError(ErrorCode.BUDGET_EXHAUSTED, `the workspace budget of ${this.#budget.clientBudget} live connections is used up; ${name} was refused`, {
         data: { serverName: name, liveCount: this.#budget.liveCount, clientBudget: this.#budget.clientBudget },
@@ -747,6 +814,9 @@ export class McpTransportPool {
       lastError: undefined,
       restarting: undefined,
       pinging: false,
+      missedPings: 0,
+      lastPongAt: performance.now(),
+      callsTimingOut: false,
       generation: 0,
       era: undefined,
     };
@@ -775,6 +845,9 @@ export class McpTransportPool {
       .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
       .then((result) => {
         seenGeneration(entry, result.snapshot.generation);
+        entry.lastPongAt = performance.now();
+        // The server is up: the helpers it started by now join its group's record.
+        void this.#ledger?.refresh();
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
         entry.era = result.era ?? entry.era;
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
@@ -805,6 +878,7 @@ export class McpTransportPool {
       fields,
       callTimeoutMs: this.#options.callTimeoutMs,
       onRelease: (released) => this.#releaseView(released),
+      onCallOutcome: (outcome) => this.#onCallOutcome(entry, outcome),
     });
     this.#viewEntry.set(view, entry);
     // Refs and index change synchronously, so the drain decision never sees a stale count.
@@ -897,17 +971,47 @@ export class McpTransportPool {
     }
   }
 
+  /**
+   * The heartbeat. An actor is declared dead on evidence only: its thread exited (handled by
+   * `#onActorExit`), or it missed `heartbeatMisses` pings in a row and has been silent longer than
+   * a window that grows with the supervisor's own lateness. A ping is answered by the actor's
+   * event loop, so a thread that computes for a second (a big parse) misses one ping and lives; a
+   * thread that never yields misses them all. The supervisor measures how late its own timer
+   * fires: when it is late, the CPU is starved or its loop is blocked, a ping's timeout says
+   * nothing about the actor, and that miss is not counted.
+   */
   #pingActors(): void {
+    const now = performance.now();
+    const lateness = Math.max(0, now - this.#lastTickAt - this.#heartbeatIntervalMs);
+    this.#lastTickAt = now;
+    this.#supervisorLagMs = Math.max(lateness, this.#supervisorLagMs / 2);
     for (const entry of this.#entries.values()) {
       // A spawning actor may still be loading its modules; its start request has its own deadline.
       if (entry.pinging || !entry.handle.alive || entry.status !== 'active' && entry.status !== 'draining') continue;
       entry.pinging = true;
+      const sentAt = performance.now();
       entry.handle
         .request('ping', null, { timeoutMs: this.#heartbeatTimeoutMs })
+        .then(() => {
+          entry.missedPings = 0;
+          entry.lastPongAt = performance.now();
+        })
         .catch((error: unknown) => {
           if (!(error instanceof PoolError) || error.code !== ErrorCode.CALL_TIMEOUT || !entry.handle.alive) return;
+          // The supervisor itself ran late during this ping: no evidence against the actor.
+          if (this.#supervisorLagMs > this.#heartbeatTimeoutMs / 2 || performance.now() - sentAt > this.#heartbeatTimeoutMs * 2) return;
+          entry.missedPings += 1;
+          const silentMs = performance.now() - Math.max(entry.lastPongAt, 0);
+          const windowMs = this.#heartbeatMisses * (this.#heartbeatIntervalMs + this.#heartbeatTimeoutMs) + 4 * this.#supervisorLagMs;
+          if (entry.missedPings < this.#heartbeatMisses || silentMs < windowMs) {
+            this.#logger.debug({ server: entry.serverName, entryIndex: entry.entryIndex, missed: entry.missedPings, silentMs: Math.round(silentMs) }, 'actor missed a heartbeat');
+            return;
+          }
           // Blocked (a busy loop, a runaway parse): it cannot serve its views. End it.
-          this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, timeoutMs: this.#heartbeatTimeoutMs }, 'actor stopped answering its heartbeat');
+          this.#logger.error(
+            { server: entry.serverName, entryIndex: entry.entryIndex, missed: entry.missedPings, silentMs: Math.round(silentMs), supervisorLagMs: Math.round(this.#supervisorLagMs) },
+            'actor stopped answering its heartbeat',
+          );
           entry.unresponsive = true;
           void entry.handle.terminate({ blocked: true });
         })
@@ -915,6 +1019,16 @@ export class McpTransportPool {
           entry.pinging = false;
         });
     }
+  }
+
+  /** A view saw a call to its entry end: a deadline marks the entry unresponsive, an answer clears it. */
+  #onCallOutcome(entry: PoolEntry, outcome: 'answered' | 'timeout'): void {
+    const timingOut = outcome === 'timeout';
+    if (entry.callsTimingOut === timingOut) return;
+    entry.callsTimingOut = timingOut;
+    const fields = { server: entry.serverName, entryIndex: entry.entryIndex };
+    if (timingOut) this.#logger.warn(fields, 'a call hit its deadline: the entry is unresponsive until a call is answered');
+    else this.#logger.info(fields, 'the entry answers calls again');
   }
 
   /** Removes an entry from routing, by identity, and gives back its budget slot once. */
@@ -986,7 +1100,8 @@ export class McpTransportPool {
       return;
     }
     // The thread died under a live entry: its views' ports closed with it, so their in-flight
-    // calls reject as interrupted.
+    // calls reject as interrupted. A held entry is brought back (see `#bringBack`).
+    const held = entry.views.size > 0 && entry.pooled;
     const lastError: WireError = {
       code: ErrorCode.ACTOR_DIED,
       message: entry.unresponsive ? `the actor of ${entry.serverName} stopped answering and was ended` : `the actor of ${entry.serverName} died (exit code ${code})`,
@@ -1002,6 +1117,28 @@ export class McpTransportPool {
     this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, reason: 'actor_died' });
     this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, lastError });
     this.#recordFailure(entry, lastError);
+    if (held) this.#bringBack(entry);
+  }
+
+  /**
+   * Starts a replacement for a held entry whose actor died (OTP's permanent child: what sessions
+   * were using comes back without waiting for one of them to acquire again). The old views are
+   * failed (`ACTOR_DIED`): their sessions acquire again and attach to it; nobody holding it, it
+   * drains like any idle entry. Not past the restart intensity, nor while draining.
+   */
+  #bringBack(dead: PoolEntry): void {
+    if (this.#draining || this.#tripped.has(dead.id) || this.#entries.has(dead.id)) return;
+    const log = this.#logger.child({ server: dead.serverName });
+    try {
+      const replacement = this.#spawn(dead.serverName, dead.id, dead.config, dead.pooled, 'restart', dead.placement);
+      log.info({ entryIndex: replacement.entryIndex, replaces: dead.entryIndex }, 'a held entry died: started its replacement');
+      replacement.ready.then(
+        () => this.#idleIfUnused(replacement),
+        (error: unknown) => log.warn({ entryIndex: replacement.entryIndex, err: error }, 'the replacement of a dead entry failed to start'),
+      );
+    } catch (error) {
+      log.warn({ err: error }, 'a held entry died and could not be replaced');
+    }
   }
 
   /** Every status change of an entry is an event (the daemon logs one line per lifecycle change). */

@@ -105,6 +105,8 @@ export interface PooledConnectionInit {
   callTimeoutMs: number;
   /** Called by {@link PooledConnection.release}; the pool does the bookkeeping. */
   onRelease: (view: PooledConnection) => Promise<void>;
+  /** Told when a request got an answer from the server (a result or its error) or hit its deadline: the pool's view of the entry's health. */
+  onCallOutcome?: (outcome: 'answered' | 'timeout') => void;
 }
 
 export class PooledConnection {
@@ -121,6 +123,7 @@ export class PooledConnection {
   readonly #channel: RpcChannel;
   readonly #callTimeoutMs: number;
   readonly #onRelease: PooledConnectionInit['onRelease'];
+  readonly #onCallOutcome: PooledConnectionInit['onCallOutcome'];
   readonly #listeners = new Map<PooledConnectionEvent, Set<(event: never) => void>>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
@@ -137,6 +140,7 @@ export class PooledConnection {
     this.#filter = new SessionFilter(init.fields);
     this.#callTimeoutMs = init.callTimeoutMs;
     this.#onRelease = init.onRelease;
+    this.#onCallOutcome = init.onCallOutcome;
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#resolveReady = resolve;
       this.#rejectReady = reject;
@@ -324,9 +328,19 @@ export class PooledConnection {
           onProgress: options.onProgress || options.onNotification ? (data) => deliverCallEvent(data as CallEvent, options) : undefined,
         },
       )
-      .catch((error: unknown) => {
-        throw this.#interrupted(error, clientGeneration);
-      });
+      .then(
+        (result) => {
+          this.#onCallOutcome?.('answered');
+          return result;
+        },
+        (error: unknown) => {
+          // A deadline says the server did not answer; its own error says it did.
+          if (error instanceof PoolError && (error.code === ErrorCode.CALL_TIMEOUT || error.code === ErrorCode.UPSTREAM_ERROR)) {
+            this.#onCallOutcome?.(error.code === ErrorCode.CALL_TIMEOUT ? 'timeout' : 'answered');
+          }
+          throw this.#interrupted(error, clientGeneration);
+        },
+      );
   }
 
   /** The actor's end vanished mid-call (its thread died): the call's result is unknown. */

@@ -142,10 +142,11 @@ describe('actor death is contained', () => {
       await caller;
       expect(errors).toEqual([]);
       expect(victim.status).toBe('failed');
-      expect(pool.getSnapshot().servers[`victim-${kind}`]).toBeUndefined();
-
-      // 4. The next acquire spawns a replacement.
+      // 4. The entry s1 held is brought back by itself: a replacement nobody holds yet, and the
+      // next acquire lands on it.
+      await vi.waitFor(() => expect(pool.getSnapshot().servers[`victim-${kind}`]?.entrySummary).toMatchObject([{ entryIndex: 1, refs: 0 }]), { timeout: 30_000, interval: 20 });
       const replacement = await pool.acquire(`victim-${kind}`, fixtureConfig('echo.mjs', mark, { env: { ROLE: 'victim' } }), 's2');
+      expect(replacement.entryIndex).toBe(1);
       expect(pidFromResult(await replacement.callTool('pid'))).not.toBe(victimPid);
     });
   }

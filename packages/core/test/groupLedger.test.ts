@@ -31,6 +31,7 @@ interface GroupRecord {
   pgid: number;
   startTime?: string | undefined;
   command?: string | undefined;
+  members?: { pid: number; startTime: string | undefined }[];
 }
 
 interface LedgerFile {
@@ -195,6 +196,73 @@ describe('reaping what a crashed run left', () => {
     expect(await ping(noCommand, 'again')).toBe('pong again');
     expect(isRunning(wrongStart.pid) && isRunning(wrongCommand.pid) && isRunning(noCommand.pid)).toBe(true);
     expect(existsSync(file)).toBe(false);
+  });
+
+  it('never signals a recorded member whose pid now belongs to another process, nor its group', async () => {
+    const dir = newStateDir();
+    const mark = newMark('memberreuse');
+    // A live process holding a pid (and a group) that a record names, with another start time:
+    // what a recycled pid looks like.
+    const reused = responder(mark);
+    expect(await ping(reused)).toBe('pong ping');
+    const wrong = String(Number(startTimeOf(reused.pid)) + 1);
+    const gone = await deadPid();
+    const owner = await deadPid();
+    writeLedger(dir, owner, [
+      // The leader is gone; the member's pid (and group) were taken by `reused`.
+      { pgid: gone, startTime: '12345', command: 'node server.mjs', members: [{ pid: reused.pid, startTime: wrong }] },
+      { pgid: reused.pid, startTime: wrong, command: 'node server.mjs', members: [{ pid: reused.pid, startTime: wrong }, { pid: reused.pid, startTime: undefined }] },
+    ]);
+
+    newPool({ stateDir: dir });
+
+    expect(await ping(reused, 'again')).toBe('pong again');
+    expect(isRunning(reused.pid)).toBe(true);
+  });
+
+  it('reaps the group member a crashed host’s server left behind after its leader exited', async () => {
+    const dir = newStateDir();
+    const mark = newMark('orphan');
+    // 1. A host runs a pool whose server (withGrandchild.mjs) has a helper in its group; the host
+    //    reports both pids once its ledger lists the helper, then is SIGKILLed.
+    const script = join(dir, 'orphaningHost.mjs');
+    writeFileSync(
+      script,
+      [
+        `import { readFileSync, readdirSync } from 'node:fs';`,
+        `import { McpTransportPool } from ${JSON.stringify(pathToFileURL(join(ROOT, 'packages/core/dist/index.js')).href)};`,
+        `const dir = ${JSON.stringify(dir)};`,
+        `const pool = new McpTransportPool({ stateDir: dir });`,
+        `const view = await pool.acquire('family', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'withGrandchild.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
+        `const family = JSON.parse((await view.callTool('family')).content[0].text);`,
+        `const recorded = () => readdirSync(dir).filter((n) => n.startsWith('pool-' + process.pid + '-') && n.endsWith('.json'))`,
+        `  .some((n) => JSON.parse(readFileSync(dir + '/' + n, 'utf8')).groups.some((g) => (g.members ?? []).some((m) => m.pid === family.grandchildPid)));`,
+        `for (let i = 0; i < 400 && !recorded(); i++) await new Promise((r) => setTimeout(r, 50));`,
+        `process.stdout.write(family.pid + ' ' + family.grandchildPid + ' ' + recorded() + '\\n');`,
+        `setInterval(() => {}, 1e9);`,
+      ].join('\n'),
+    );
+    const host = track(spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    const [serverPid, grandchildPid, recorded] = await new Promise<string[]>((resolve, reject) => {
+      host.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim().split(' ')));
+      host.once('exit', () => reject(new Error('the host exited before reporting its server')));
+    });
+    const helper = Number(grandchildPid);
+    const helperStart = startTimeOf(helper);
+    onTeardown.push(() => {
+      // Only the helper this test's server started, and only while it is still that process.
+      if (helperStart !== undefined && startTimeOf(helper) === helperStart) process.kill(helper, 'SIGKILL');
+    });
+    expect(recorded).toBe('true');
+    host.kill('SIGKILL');
+    await exitOf(host);
+    // 2. The leader exits on stdin EOF; its helper stays, re-parented, in the leader's group.
+    await vi.waitFor(() => expect(isRunning(Number(serverPid))).toBe(false), WAIT);
+    expect(isRunning(helper)).toBe(true);
+
+    // 3. The next pool on the same state dir kills it.
+    newPool({ stateDir: dir });
+    await vi.waitFor(() => expect(isRunning(helper)).toBe(false), WAIT);
   });
 
   it('leaves alone the file of a live owner: this process, or another live process with the recorded start time', async () => {

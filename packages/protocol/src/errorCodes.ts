@@ -62,6 +62,11 @@ export const ErrorCode = {
   // --- The pool ------------------------------------------------------------------------------
   /** The workspace budget refuses a new live connection (mode `enforce`). */
   BUDGET_EXHAUSTED: 'MCPOOL_BUDGET_EXHAUSTED',
+  /**
+   * The pool's hard cap on live actor threads (`maxActors`) refuses a new entry, in every budget
+   * mode: each thread costs tens of MB, and the budget may only warn. `data` has `maxActors`.
+   */
+  ACTOR_CAP_REACHED: 'MCPOOL_ACTOR_CAP_REACHED',
   /** The pool is draining (drainAll) and accepts no new acquire. */
   POOL_DRAINING: 'MCPOOL_POOL_DRAINING',
   /** The PooledConnection was released; no call can go through it any more. */
@@ -84,6 +89,12 @@ export const ErrorCode = {
   UNSUPPORTED_MEDIA_TYPE: 'MCPOOL_UNSUPPORTED_MEDIA_TYPE',
   /** The config file on disk is invalid; nothing of it was applied. */
   CONFIG_REJECTED: 'MCPOOL_CONFIG_REJECTED',
+  /** A request asks for more than one request may (e.g. more injected servers than `daemon.maxInjectedServersPerRequest`). */
+  REQUEST_TOO_LARGE: 'MCPOOL_REQUEST_TOO_LARGE',
+  /** This client holds its whole share of a daemon resource (sessions, injected servers); others are not affected. */
+  CLIENT_LIMIT_REACHED: 'MCPOOL_CLIENT_LIMIT_REACHED',
+  /** The daemon-wide cap on a resource (open `/mcp` sessions) is reached, for every client. */
+  SESSION_CAP_REACHED: 'MCPOOL_SESSION_CAP_REACHED',
   /** The daemon is shutting down and takes no new work. */
   SHUTTING_DOWN: 'MCPOOL_SHUTTING_DOWN',
   /** The configured servers are still warming up (`/readyz`). */
@@ -164,7 +175,7 @@ export type JsonRpcCode = (typeof JsonRpcCode)[keyof typeof JsonRpcCode];
  * Code → HTTP status, for every code: what the REST API answers with, and the status the bridge
  * and the client record. Client faults are 4xx; failures of mcpool or of a server are 5xx
  * (502 when a server or the daemon behind a relay failed, 503 when it may work later, 504 on a
- * deadline). 499 ("client closed request") is for a call its caller gave up on.
+ * deadline; 429 when one client used up its own share). 499 ("client closed request") is for a call its caller gave up on.
  */
 export const HTTP_STATUS = Object.freeze({
   [ErrorCode.CONFIG_INVALID]: 400,
@@ -185,6 +196,7 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.ACTOR_DIED]: 502,
   [ErrorCode.PORT_CLOSED]: 502,
   [ErrorCode.BUDGET_EXHAUSTED]: 503,
+  [ErrorCode.ACTOR_CAP_REACHED]: 503,
   [ErrorCode.POOL_DRAINING]: 503,
   [ErrorCode.CONNECTION_RELEASED]: 409,
   [ErrorCode.INTERNAL]: 500,
@@ -195,6 +207,9 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.PAYLOAD_TOO_LARGE]: 413,
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [ErrorCode.CONFIG_REJECTED]: 409,
+  [ErrorCode.REQUEST_TOO_LARGE]: 400,
+  [ErrorCode.CLIENT_LIMIT_REACHED]: 429,
+  [ErrorCode.SESSION_CAP_REACHED]: 503,
   [ErrorCode.SHUTTING_DOWN]: 503,
   [ErrorCode.NOT_READY]: 503,
   [ErrorCode.NOT_IMPLEMENTED]: 501,
@@ -236,6 +251,7 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.ACTOR_DIED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.PORT_CLOSED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BUDGET_EXHAUSTED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.ACTOR_CAP_REACHED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.POOL_DRAINING]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.CONNECTION_RELEASED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.INTERNAL]: JsonRpcCode.INTERNAL_ERROR,
@@ -246,6 +262,9 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.PAYLOAD_TOO_LARGE]: JsonRpcCode.INVALID_REQUEST,
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: JsonRpcCode.INVALID_REQUEST,
   [ErrorCode.CONFIG_REJECTED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.REQUEST_TOO_LARGE]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.CLIENT_LIMIT_REACHED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.SESSION_CAP_REACHED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SHUTTING_DOWN]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_READY]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_IMPLEMENTED]: JsonRpcCode.METHOD_NOT_FOUND,

@@ -62,6 +62,17 @@ export function startTimeOf(pid: number): string | undefined {
   }
 }
 
+/** The process group of `pid` (field 5 of /proc/<pid>/stat), or undefined where /proc is absent or the pid is gone. */
+export function pgidOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    return Number.isInteger(pgid) ? pgid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The command line of `pid` (NUL-separated args joined by spaces), where /proc has it. */
 export function commandOf(pid: number): string | undefined {
   try {

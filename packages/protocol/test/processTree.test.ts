@@ -22,6 +22,7 @@ import {
   groupExists,
   isRunning,
   parsePs,
+  pgidOf,
   processExists,
   readProcessTable,
   readProcessTableSync,
@@ -90,6 +91,21 @@ afterEach(async () => {
   signalTracked(all, 'SIGKILL');
   await vi.waitFor(() => expect(all.filter((p) => isSameProcess(p)).map((p) => p.pid)).toEqual([]), WAIT);
   for (const mark of marks.splice(0)) expect(pidsWithMarker(mark)).toEqual([]);
+});
+
+describe('pgidOf', () => {
+  it('reads the process group /proc gives, as ps reports it; undefined for a pid that is gone', async () => {
+    const detached = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    try {
+      const viaPs = (pid: number): number => Number(execFileSync('ps', ['-o', 'pgid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+      expect(pgidOf(process.pid)).toBe(viaPs(process.pid));
+      expect(pgidOf(detached.pid!)).toBe(detached.pid);
+    } finally {
+      detached.kill('SIGKILL');
+    }
+    await new Promise((resolve) => detached.once('exit', resolve));
+    expect(pgidOf(detached.pid!)).toBeUndefined();
+  });
 });
 
 describe('snapshotTree', () => {

@@ -75,14 +75,16 @@ export function formatStatus(status: WorkspaceMcpStatus): string {
   for (const server of status.servers) {
     const refs = server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0);
     const detail =
-      server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}`).join(', ') ||
+      server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}${entry.health === undefined ? '' : ` ${entry.health}`}`).join(', ') ||
       (server.lastError ? `${server.lastError.code}: ${server.lastError.message.split('\n')[0]}` : '-');
     rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), detail]);
   }
   const b = status.budget;
   const split = Object.entries(b.bySharing ?? {}).filter(([, count]) => count > 0).map(([policy, count]) => `${count} ${policy}`).join(', ');
   const summary = `budget: ${b.liveCount}/${b.clientBudget} live (${b.budgetMode}, ${b.status})${split === '' ? '' : ` · ${split}`} · sessions: ${status.sessions} · ${status.ready ? 'ready' : 'warming up'}`;
-  return `${status.servers.length > 0 ? table(rows) : '(no servers)'}\n${summary}`;
+  const l = status.limits;
+  const limits = `limits: actors ${l.actors.live}/${l.actors.max} · /mcp sessions ${l.mcpSessions.open}/${l.mcpSessions.max} (${l.mcpSessions.perClient} per client) · sessions ${l.sessions.open} (${l.sessions.perClient} per client) · injected ${l.injectedServers.live} (${l.injectedServers.perRequest} per request, ${l.injectedServers.perClient} per client)`;
+  return `${status.servers.length > 0 ? table(rows) : '(no servers)'}\n${summary}\n${limits}`;
 }
 
 export function formatRestart(server: string, response: RestartResponse): string {

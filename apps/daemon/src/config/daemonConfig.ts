@@ -82,8 +82,24 @@ export interface DaemonSettings {
   mcpSessionTtlMs: number;
   /** Largest request body on `/mcp` (tool arguments can be big). @default 4194304 */
   mcpBodyLimitBytes: number;
-  /** Open `/mcp` sessions at most; an initialize beyond it gets 503. @default 1000 */
+  /** Open `/mcp` sessions at most, all clients together; an initialize beyond it gets 503 (`MCPOOL_SESSION_CAP_REACHED`). @default 1000 */
   mcpMaxSessions: number;
+  /**
+   * Open `/mcp` sessions at most per client (token principal): an initialize beyond it gets 429
+   * (`MCPOOL_CLIENT_LIMIT_REACHED`), and other clients' initializes are untouched. @default 250
+   */
+  mcpMaxSessionsPerClient: number;
+  /** Open REST sessions (`POST /sessions`) at most per client; beyond it 429 `MCPOOL_CLIENT_LIMIT_REACHED`. @default 256 */
+  maxSessionsPerClient: number;
+  /** Servers one `POST /sessions` may inject (`mcpServers`); more is 400 `MCPOOL_REQUEST_TOO_LARGE`, nothing started. @default 32 */
+  maxInjectedServersPerRequest: number;
+  /** Injected servers one client may hold over all its open REST sessions; beyond it 429 `MCPOOL_CLIENT_LIMIT_REACHED`. @default 48 */
+  maxInjectedServersPerClient: number;
+  /**
+   * Live actor threads at most (one per pool entry, ~30 MB each), in every budget mode: a server
+   * start past it is refused with `MCPOOL_ACTOR_CAP_REACHED` (503). @default 64
+   */
+  maxActors: number;
   /** A request (headers and body) not fully received within this is cut with 408, before auth too. @default 30000 */
   requestTimeoutMs: number;
   /** The headers of a request not received within this are cut with 408 (at most requestTimeoutMs). @default 10000 */
@@ -139,6 +155,11 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   mcpSessionTtlMs: 30 * 60 * 1000,
   mcpBodyLimitBytes: 4 * 1024 * 1024,
   mcpMaxSessions: 1000,
+  mcpMaxSessionsPerClient: 250,
+  maxSessionsPerClient: 256,
+  maxInjectedServersPerRequest: 32,
+  maxInjectedServersPerClient: 48,
+  maxActors: 64,
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
@@ -187,6 +208,11 @@ export const daemonSectionSchema = z
     mcpSessionTtlMs: z.number().int().min(100).max(7 * 24 * 3600 * 1000),
     mcpBodyLimitBytes: z.number().int().min(1024).max(64 * 1024 * 1024),
     mcpMaxSessions: z.number().int().min(1).max(100_000),
+    mcpMaxSessionsPerClient: z.number().int().min(1).max(100_000),
+    maxSessionsPerClient: z.number().int().min(1).max(100_000),
+    maxInjectedServersPerRequest: z.number().int().min(0).max(10_000),
+    maxInjectedServersPerClient: z.number().int().min(0).max(10_000),
+    maxActors: z.number().int().min(1).max(10_000),
     requestTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     headersTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
@@ -212,6 +238,12 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_ALLOWED_ORIGINS: { path: ['allowedOrigins'], parse: list },
   MCPOOL_LOG_LEVEL: { path: ['logLevel'], parse: String },
   MCPOOL_MCP_SESSION_TTL_MS: { path: ['mcpSessionTtlMs'], parse: Number },
+  MCPOOL_MCP_MAX_SESSIONS: { path: ['mcpMaxSessions'], parse: Number },
+  MCPOOL_MCP_MAX_SESSIONS_PER_CLIENT: { path: ['mcpMaxSessionsPerClient'], parse: Number },
+  MCPOOL_MAX_SESSIONS_PER_CLIENT: { path: ['maxSessionsPerClient'], parse: Number },
+  MCPOOL_MAX_INJECTED_SERVERS_PER_REQUEST: { path: ['maxInjectedServersPerRequest'], parse: Number },
+  MCPOOL_MAX_INJECTED_SERVERS_PER_CLIENT: { path: ['maxInjectedServersPerClient'], parse: Number },
+  MCPOOL_MAX_ACTORS: { path: ['maxActors'], parse: Number },
 };
 
 /** The environment variables `loadConfig` reads for overrides (besides `${VAR}` interpolation). */

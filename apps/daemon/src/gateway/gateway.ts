@@ -17,7 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
-import { jsonRpcCodeOf, type ErrorCode } from '@mcpool/protocol';
+import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
@@ -78,8 +78,9 @@ export class Gateway {
   readonly #redactor: SecretRedactor;
   readonly #sessions = new Map<string, GatewaySession>();
   readonly #levels = new UpstreamLogLevels();
-  /** Initializes under way (they count against the session cap). */
-  #opening = 0;
+  /** Initializes under way, by client (they count against both session caps). */
+  readonly #opening = new Map<string, number>();
+  #openingTotal = 0;
   #reaper: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -97,6 +98,7 @@ export class Gateway {
     const ttl = settings.mcpSessionTtlMs;
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
+    this.#daemon.countMcpSessionsWith(() => this.#sessions.size);
   }
 
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
@@ -171,9 +173,18 @@ export class Gateway {
     const principal = request.principal!;
     if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
     const settings = this.#daemon.settings;
-    if (this.#sessions.size + this.#opening >= settings.mcpMaxSessions) {
+    // The per-client cap comes first: a client at its own share is told so, and its sessions never
+    // fill the global cap alone unless the two caps are set that way.
+    const mine = this.#sessionsOf(principal.id) + (this.#opening.get(principal.id) ?? 0);
+    if (mine >= settings.mcpMaxSessionsPerClient) {
+      this.#daemon.refused('mcp_sessions_per_client');
+      this.#logger.warn({ client: principal.id, open: mine, max: settings.mcpMaxSessionsPerClient }, 'gateway session refused: the client has its share of sessions');
+      return this.#refuse(reply, ErrorCode.CLIENT_LIMIT_REACHED, `client ${principal.id} has ${mine} open MCP sessions, its limit (daemon.mcpMaxSessionsPerClient ${settings.mcpMaxSessionsPerClient}); close some (DELETE) or wait for idle ones to expire`);
+    }
+    if (this.#sessions.size + this.#openingTotal >= settings.mcpMaxSessions) {
+      this.#daemon.refused('mcp_sessions');
       this.#logger.warn({ client: principal.id, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
-      return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, `too many open MCP sessions (${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire`));
+      return this.#refuse(reply, ErrorCode.SESSION_CAP_REACHED, `too many open MCP sessions (daemon.mcpMaxSessions ${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire`);
     }
     const configured = Object.keys(this.#daemon.config.servers);
     const access = accessOf(principal, settings, configured);
@@ -186,7 +197,8 @@ export class Gateway {
       servers = [scope];
     }
 
-    this.#opening += 1;
+    this.#opening.set(principal.id, (this.#opening.get(principal.id) ?? 0) + 1);
+    this.#openingTotal += 1;
     let session: GatewaySession;
     try {
       session = new GatewaySession(
@@ -227,12 +239,27 @@ export class Gateway {
         return reply.code(500).send(rpcErrorBody(RpcCode.INTERNAL_ERROR, 'internal error (see the daemon log)'));
       }
     } finally {
-      this.#opening -= 1;
+      this.#openingTotal -= 1;
+      const left = (this.#opening.get(principal.id) ?? 1) - 1;
+      if (left === 0) this.#opening.delete(principal.id);
+      else this.#opening.set(principal.id, left);
     }
     await this.#handOver(session, request, reply);
     // Refused by the transport (a bad header): nothing was opened.
     if (!this.#sessions.has(session.id)) await session.close('initialize refused');
     return reply;
+  }
+
+  /** Open sessions of one client (O(open sessions): bounded by `mcpMaxSessions`). */
+  #sessionsOf(principalId: string): number {
+    let count = 0;
+    for (const session of this.#sessions.values()) if (session.principalId === principalId) count += 1;
+    return count;
+  }
+
+  /** A typed refusal in the JSON-RPC shape an MCP client reads, its status from the one code table. */
+  #refuse(reply: FastifyReply, code: ErrorCode, message: string): FastifyReply {
+    return reply.code(httpStatusOf(code)).send(gatewayRefusalBody(code, message));
   }
 
   async #withSession(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {

@@ -135,8 +135,10 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       right: 'write',
       body: createSessionBody,
       responses: { 201: { description: 'The session', schema: sessionInfoSchema } },
-      errors: [400, 409, 413, 415, 503],
+      errors: [400, 409, 413, 415, 429, 503],
       handler: async (request, reply) => {
+        const servers = (request.body as { mcpServers?: unknown } | null | undefined)?.mcpServers;
+        if (typeof servers === 'object' && servers !== null) daemon.assertInjectionSize(Object.keys(servers).length);
         const body = parseInput(createSessionBody, request.body ?? {}, 'body');
         const info = await daemon.createSession(principal(request), body);
         return reply.code(201).send(info);

@@ -73,7 +73,7 @@ export const workspaceMcpSchema = z.object({
       mcpStatus: z.enum(['connected', 'connecting', 'disconnected']),
       entryCount: z.number().int(),
       entrySummary: z.array(
-        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional() }).strict(),
+        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional() }).strict(),
       ),
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
@@ -90,6 +90,12 @@ export const workspaceMcpSchema = z.object({
     bySharing: z.object({ shared: z.number().int(), 'per-principal': z.number().int(), 'per-session': z.number().int() }).strict(),
   }).strict(),
   sessions: z.number().int(),
+  limits: z.object({
+    actors: z.object({ live: z.number().int(), max: z.number().int() }).strict(),
+    mcpSessions: z.object({ open: z.number().int(), max: z.number().int(), perClient: z.number().int() }).strict(),
+    sessions: z.object({ open: z.number().int(), perClient: z.number().int() }).strict(),
+    injectedServers: z.object({ live: z.number().int(), perRequest: z.number().int(), perClient: z.number().int() }).strict(),
+  }).strict(),
 }).strict();
 
 const restartResultSchema = z.object({ entryIndex: z.number().int(), restarted: z.boolean(), durationMs: z.number(), reason: z.string().optional() }).strict();
