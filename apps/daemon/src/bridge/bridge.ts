@@ -391,6 +391,12 @@ export class Bridge {
       if (failure) return this.#fail(unit, failure);
     }
     let outcome = await this.#exchange(unit);
+    if (outcome.kind === 'gone' && unit.kind !== 'message' && unit.generation !== this.#generation) {
+      // An `initialized` or a response for a session the client's own initialize has replaced: it
+      // belongs to that session alone, so it is dropped (no recovery: the new session is on its way).
+      this.#log.debug({ kind: unit.kind }, 'a message for a replaced session was dropped');
+      return;
+    }
     if (outcome.kind === 'gone') {
       // A 404 for a session-bearing message: the session is gone. Re-initialize (once for everyone who hit it) and retry once.
       const failure = await this.#recover(outcome.sessionId, 'request');
