@@ -214,22 +214,35 @@ describe('mcpool bridge serves both protocol eras (real daemon, real bridge proc
     }
   });
 
-  it('an SDK v2 Client pinned to 2026-07-28 over StdioClientTransport lists and calls tools in the modern era', async () => {
-    const daemon = await daemonFor('sdk-v2');
-    const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'bridge', '--url', daemon.url, '--token-file', daemon.tokenFile], env: env(daemon.base), cwd: daemon.base, stderr: 'pipe' });
-    transport.stderr!.on('data', () => undefined);
-    const client = new Client({ name: 'bridge-eras-v2', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
-    try {
-      await client.connect(transport);
-      expect(client.getProtocolEra()).toBe('modern');
-      const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toContain('lc__base');
-      expect(textOf(await client.callTool({ name: 'lc__base', arguments: {} }))).toBe('base');
-    } finally {
-      await client.close().catch(() => undefined);
-      await daemon.stop();
-    }
-  });
+  for (const [label, mode] of [
+    ['pinned to 2026-07-28', { pin: MODERN }],
+    ["in 'auto' mode (probes a sibling process first)", 'auto'],
+  ] as const) {
+    it(`an SDK v2 Client ${label} over StdioClientTransport lists and calls tools in the modern era, and its listen sees a tools change`, async () => {
+      const daemon = await daemonFor(`sdk-v2-${typeof mode === 'string' ? mode : 'pin'}`);
+      const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'bridge', '--url', daemon.url, '--token-file', daemon.tokenFile], env: env(daemon.base), cwd: daemon.base, stderr: 'pipe' });
+      transport.stderr!.on('data', () => undefined);
+      const refreshed: string[][] = [];
+      const client = new Client(
+        { name: 'bridge-eras-v2', version: '1.0.0' },
+        { versionNegotiation: { mode }, listChanged: { tools: { onChanged: (error, tools) => void (error ? undefined : refreshed.push((tools ?? []).map((tool) => tool.name))) } } },
+      );
+      try {
+        await client.connect(transport);
+        expect(client.getProtocolEra()).toBe('modern');
+        const { tools } = await client.listTools();
+        expect(tools.map((tool) => tool.name)).toContain('lc__base');
+        expect(textOf(await client.callTool({ name: 'lc__base', arguments: {} }))).toBe('base');
+        // The SDK opened a subscriptions/listen itself; a tools change upstream reaches its handler.
+        expect(client.autoOpenedSubscription).toBeDefined();
+        expect(textOf(await client.callTool({ name: 'lc__add_tool', arguments: { name: 'seen_by_v2' } }))).toBe('added tool seen_by_v2');
+        await vi.waitFor(() => expect(refreshed.some((names) => names.includes('lc__seen_by_v2'))).toBe(true), { timeout: 20_000, interval: 20 });
+      } finally {
+        await client.close().catch(() => undefined);
+        await daemon.stop();
+      }
+    });
+  }
 
   it('an SDK v1 (legacy) Client still lists and calls tools', async () => {
     const daemon = await daemonFor('sdk-v1');
