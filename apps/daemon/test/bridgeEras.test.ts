@@ -163,6 +163,20 @@ describe('the 2026-07-28 face of the bridge', () => {
     expect(server.initializeParams).toHaveLength(2);
   });
 
+  it('a daemon that does not answer fails the modern request; the next one opens the session anew', async () => {
+    const { server, run } = await modern({});
+    await server.stop();
+    run.send(request(1, 'server/discover'));
+    const failed = await run.waitForMessage((m) => m.id === 1);
+    expect(failed.error).toMatchObject({ code: -32000, data: { code: 'MCPOOL_BRIDGE_UNREACHABLE' } });
+    await server.start();
+    run.send(request(2, 'tools/list'));
+    const listed = await resultOf(run, 2);
+    expect((listed.tools as { name: string }[]).map((tool) => tool.name)).toContain('echo');
+    expect(listed.resultType).toBe('complete');
+    expect(server.initializeParams).toHaveLength(1);
+  });
+
   it('a request before any handshake gets -32022 without reaching the daemon; a ping is answered', async () => {
     const { server, run } = await modern({});
     run.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
