@@ -74,6 +74,15 @@ describe('the 2026-07-28 face of the bridge', () => {
     expect((await resultOf(run, 2)).resultType).toBe('complete');
   });
 
+  it('a notifications/cancelled for a forwarded request reaches the daemon, which stops the call', async () => {
+    const { server, run } = await modern();
+    run.send(request('slow', 'tools/call', { name: 'slow', arguments: {} }, { progressToken: 'p' }));
+    await run.waitForMessage((m) => m.method === 'notifications/progress');
+    run.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow', reason: 'test', _meta: meta() } });
+    await vi.waitFor(() => expect(server.slowAborted).toBe(1), { timeout: 10_000 });
+    expect(posts(server.seen, 'notifications/cancelled')).toBe(1);
+  });
+
   it('subscriptions/listen honours resourceSubscriptions through resources/subscribe, tags resources/updated, and unsubscribes when cancelled', async () => {
     const { server, run } = await modern();
     run.send(request('L', 'subscriptions/listen', { notifications: { resourceSubscriptions: ['test://info'], toolsListChanged: true, promptsListChanged: true } }));

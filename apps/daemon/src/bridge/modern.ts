@@ -165,7 +165,7 @@ export class ModernFront {
       this.#era = 'modern';
       void this.#request(message).catch((error: unknown) => {
         this.#log.error({ err: error }, 'bridge error (a bug): a modern request was not served');
-        this.#host.emit(errorResponse(message.id, { code: BridgeErrorCode.BAD_RESPONSE, message: 'mcpool bridge: internal error', rpcCode: JsonRpcCode.INTERNAL_ERROR }));
+        this.#host.emit({ jsonrpc: '2.0', id: message.id, error: { code: JsonRpcCode.INTERNAL_ERROR, message: 'mcpool bridge: internal error (see its log)', data: { code: ErrorCode.INTERNAL } } });
       });
       return true;
     }
