@@ -81,8 +81,17 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       server.registerResource('info', 'test://info', { description: 'a resource' }, (uri) => ({ contents: [{ uri: uri.href, text: 'info' }] }));
       server.server.setRequestHandler(SubscribeRequestSchema, () => ({}));
       server.server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));
+      server.registerTool('touch', { description: 'sends resources/updated for test://info' }, async () => {
+        await server.server.sendResourceUpdated({ uri: 'test://info' });
+        return { content: [{ type: 'text', text: 'touched' }] };
+      });
+      server.registerTool('log', { description: 'sends a session log message (filtered by logging/setLevel)' }, async (extra) => {
+        await server.sendLoggingMessage({ level: 'info', data: 'logged by the server' }, extra.sessionId);
+        return { content: [{ type: 'text', text: 'logged' }] };
+      });
     }
     server.registerTool('echo', { description: 'echo', inputSchema: { text: z.string() } }, ({ text }) => ({ content: [{ type: 'text', text }], extraField: 'kept by the bridge' }));
+    server.registerTool('meta', { description: 'the request’s _meta, as JSON' }, (extra) => ({ content: [{ type: 'text', text: JSON.stringify(extra._meta ?? null) }] }));
     server.registerTool('whoami', { description: 'the session id' }, (extra) => ({ content: [{ type: 'text', text: extra.sessionId ?? '' }] }));
     server.registerTool('slow', { description: 'waits for releaseSlow(), reporting progress' }, async (extra) => {
       const token = extra._meta?.progressToken;

@@ -117,6 +117,12 @@ export const ErrorCode = {
   BRIDGE_HTTP_ERROR: 'MCPOOL_BRIDGE_HTTP_ERROR',
   /** The daemon answered something that is not JSON-RPC. */
   BRIDGE_BAD_RESPONSE: 'MCPOOL_BRIDGE_BAD_RESPONSE',
+  /**
+   * The stdio client's request names no protocol era the bridge serves: it came before any
+   * `initialize` or `server/discover` without a 2026-07-28 `_meta` protocol version, or it names a
+   * version the bridge does not speak. `data.supported` lists the versions a modern client may pick.
+   */
+  BRIDGE_UNSUPPORTED_PROTOCOL_VERSION: 'MCPOOL_BRIDGE_UNSUPPORTED_PROTOCOL_VERSION',
 
   // --- The REST client (`@mcpool/client`): the request got no usable answer ------------------
   /** The daemon could not be reached (connection refused, DNS, reset). */
@@ -167,6 +173,8 @@ export const JsonRpcCode = {
   RESOURCE_NOT_FOUND: -32002,
   /** The request was cancelled by its sender (LSP's `RequestCancelled`). */
   REQUEST_CANCELLED: -32800,
+  /** MCP 2026-07-28's `UnsupportedProtocolVersion`: `data.supported` lists what the answering side speaks. */
+  UNSUPPORTED_PROTOCOL_VERSION: -32022,
 } as const;
 
 export type JsonRpcCode = (typeof JsonRpcCode)[keyof typeof JsonRpcCode];
@@ -220,6 +228,7 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.BRIDGE_STREAM_ENDED]: 502,
   [ErrorCode.BRIDGE_HTTP_ERROR]: 502,
   [ErrorCode.BRIDGE_BAD_RESPONSE]: 502,
+  [ErrorCode.BRIDGE_UNSUPPORTED_PROTOCOL_VERSION]: 400,
   [ErrorCode.UNREACHABLE]: 502,
   [ErrorCode.REQUEST_TIMEOUT]: 504,
   [ErrorCode.REQUEST_ABORTED]: 499,
@@ -275,6 +284,7 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.BRIDGE_STREAM_ENDED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BRIDGE_HTTP_ERROR]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BRIDGE_BAD_RESPONSE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.BRIDGE_UNSUPPORTED_PROTOCOL_VERSION]: JsonRpcCode.UNSUPPORTED_PROTOCOL_VERSION,
   [ErrorCode.UNREACHABLE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.REQUEST_TIMEOUT]: JsonRpcCode.REQUEST_TIMEOUT,
   [ErrorCode.REQUEST_ABORTED]: JsonRpcCode.REQUEST_CANCELLED,

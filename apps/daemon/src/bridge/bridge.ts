@@ -36,6 +36,7 @@ import { EventSourceParserStream } from 'eventsource-parser/stream';
 import type { Logger } from 'pino';
 import { BridgeErrorCode, errorResponse, httpFailure, idKey, isMessage, isNotification, isRequest, isResponse, type BridgeFailure, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
 import { LineReader } from './lineReader.js';
+import { ModernFront, type Era } from './modern.js';
 
 /** Where the bearer token comes from; `refresh` re-reads it after a 401 (a restarted daemon may have written a new one). */
 export interface TokenSource {
@@ -68,6 +69,8 @@ export interface BridgeOptions {
   onUnreachable?: () => Promise<boolean>;
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** The version the bridge names in the `initialize` it sends for a 2026-07-28 client that gave no client info. @default '0.0.0' */
+  version?: string;
 }
 
 /** A fresh snapshot of what the bridge has done. */
@@ -78,6 +81,8 @@ export interface BridgeStats {
   reinits: number;
   /** Client requests waiting for their answer. */
   pending: number;
+  /** How the stdio client opened: `initialize` (legacy), a 2026-07-28 request (modern), or not yet. */
+  era: Era;
 }
 
 type UnitKind = 'initialize' | 'initialized' | 'response' | 'message';
@@ -169,6 +174,8 @@ export class Bridge {
   readonly #ready: Promise<unknown>;
   readonly #onUnreachable: (() => Promise<boolean>) | undefined;
   readonly #fetch: typeof fetch;
+  /** Serves a 2026-07-28 client over the legacy session; passes a legacy client through. */
+  readonly #front: ModernFront;
 
   /** Aborted at close: every fetch and wait hangs off it. */
   readonly #life = new AbortController();
@@ -215,10 +222,16 @@ export class Bridge {
     this.#ready = (options.ready ?? Promise.resolve()).catch(() => undefined);
     this.#onUnreachable = options.onUnreachable;
     this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#front = new ModernFront({
+      submit: (message) => this.#accept(JSON.stringify(message), true),
+      emit: (message) => this.#emit(message),
+      logger: this.#log,
+      clientVersion: options.version ?? '0.0.0',
+    });
   }
 
   get stats(): BridgeStats {
-    return { sessionId: this.#sessionId, protocolVersion: this.#protocolVersion, reinits: this.#reinits, pending: this.#pending.size };
+    return { sessionId: this.#sessionId, protocolVersion: this.#protocolVersion, reinits: this.#reinits, pending: this.#pending.size, era: this.#front.era };
   }
 
   /** Relays until the input ends or `close()` is called; resolves when the bridge is done (session deleted). */
@@ -283,7 +296,8 @@ export class Bridge {
 
   // ---- from the client ----
 
-  #accept(line: string): void {
+  /** A client line; `own` when the modern front relays it (it has seen it already). */
+  #accept(line: string, own = false): void {
     if (this.#closing !== undefined || line.trim() === '') return;
     let parsed: unknown;
     try {
@@ -298,6 +312,7 @@ export class Bridge {
       return;
     }
     const list = messages;
+    if (!own && this.#front.intercept(list)) return;
     const single = list.length === 1 ? list[0]! : undefined;
     const kind: UnitKind =
       single && isRequest(single) && single.method === 'initialize'
@@ -376,6 +391,12 @@ export class Bridge {
       if (failure) return this.#fail(unit, failure);
     }
     let outcome = await this.#exchange(unit);
+    if (outcome.kind === 'gone' && unit.kind !== 'message' && unit.generation !== this.#generation) {
+      // An `initialized` or a response for a session the client's own initialize has replaced: it
+      // belongs to that session alone, so it is dropped (no recovery: the new session is on its way).
+      this.#log.debug({ kind: unit.kind }, 'a message for a replaced session was dropped');
+      return;
+    }
     if (outcome.kind === 'gone') {
       // A 404 for a session-bearing message: the session is gone. Re-initialize (once for everyone who hit it) and retry once.
       const failure = await this.#recover(outcome.sessionId, 'request');
@@ -630,8 +651,15 @@ export class Bridge {
     this.#write(message, raw);
   }
 
+  /** A message for the client, through the modern front (which may reshape, route or keep it). */
+  #write(message: JsonRpcMessage, raw?: string): void {
+    const out = this.#front.toClient(message);
+    if (out === undefined) return;
+    this.#emit(out, out === message ? raw : undefined);
+  }
+
   /** One line on stdout. Raw text is written as the daemon sent it, unless it spans lines (stdio allows no embedded newline). */
-  #write(message: unknown, raw?: string): void {
+  #emit(message: unknown, raw?: string): void {
     if (this.#output.destroyed || this.#output.writableEnded) return;
     const line = raw !== undefined && !/[\r\n]/.test(raw) ? raw.trim() : JSON.stringify(message);
     this.#output.write(`${line}\n`);

@@ -14,6 +14,7 @@ import type { LogLevel } from '../config/daemonConfig.js';
 import { defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
 import { SecretRedactor } from '../secrets.js';
+import { VERSION } from '../version.js';
 import { Bridge, type TokenSource } from './bridge.js';
 import { DaemonStarter } from './autostart.js';
 
@@ -129,6 +130,7 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
     input: stdio.stdin ?? process.stdin,
     output: stdio.stdout ?? process.stdout,
     logger,
+    version: VERSION,
     ...(starter ? { ready: starter.ensure(), onUnreachable: () => starter.ensure() } : {}),
   });
   const onSignal = (signal: NodeJS.Signals): void => void bridge.close(signal);

@@ -44,6 +44,7 @@ export const BridgeErrorCode = {
   STREAM_ENDED: ErrorCode.BRIDGE_STREAM_ENDED,
   HTTP_ERROR: ErrorCode.BRIDGE_HTTP_ERROR,
   BAD_RESPONSE: ErrorCode.BRIDGE_BAD_RESPONSE,
+  UNSUPPORTED_PROTOCOL_VERSION: ErrorCode.BRIDGE_UNSUPPORTED_PROTOCOL_VERSION,
 } as const;
 export type BridgeErrorCode = (typeof BridgeErrorCode)[keyof typeof BridgeErrorCode];
 
@@ -54,6 +55,8 @@ export interface BridgeFailure {
   /** JSON-RPC error code. @default the code's entry in `JSON_RPC_CODE` (-32000 for every bridge code: the request is lost) */
   rpcCode?: number;
   httpStatus?: number;
+  /** More fields for `error.data` (e.g. `supported` of an unsupported-protocol-version error). */
+  data?: Record<string, unknown>;
 }
 
 /** The JSON-RPC error response for `id`. */
@@ -64,7 +67,7 @@ export function errorResponse(id: RequestId, failure: BridgeFailure): Record<str
     error: {
       code: failure.rpcCode ?? JSON_RPC_CODE[failure.code],
       message: failure.message,
-      data: { code: failure.code, ...(failure.httpStatus === undefined ? {} : { httpStatus: failure.httpStatus }) },
+      data: { ...failure.data, code: failure.code, ...(failure.httpStatus === undefined ? {} : { httpStatus: failure.httpStatus }) },
     },
   };
 }
