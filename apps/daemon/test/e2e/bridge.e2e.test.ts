@@ -131,8 +131,9 @@ describe('mcpool bridge (real process)', () => {
     b.send(initialize());
     const answer = await b.waitForMessage((m) => m.id === 'init');
     expect(answer.error).toMatchObject({ code: -32000, data: { code: 'MCPOOL_BRIDGE_UNREACHABLE' } });
-    // 100 + 200 + 400 + 800 + 1600 ms of backoff, plus the attempts.
-    expect(Date.now() - sentAt).toBeLessThan(6000);
+    // 100 + 200 + 400 + 800 + 1600 ms of backoff plus the attempts, and the bridge's own start
+    // (seconds on a loaded machine): bounded, where a hang would be the call timeout or never.
+    expect(Date.now() - sentAt).toBeLessThan(30_000);
     b.child.stdin!.end();
     expect((await b.exited).code).toBe(0);
   });
