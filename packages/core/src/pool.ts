@@ -782,6 +782,8 @@ export class McpTransportPool {
       port: port1,
       fields,
       callTimeoutMs: this.#options.callTimeoutMs,
+      transport: entry.config.transport,
+      url: entry.config.url ?? entry.config.httpUrl,
       onRelease: (released) => this.#releaseView(released),
     });
     this.#viewEntry.set(view, entry);
