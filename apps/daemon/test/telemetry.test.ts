@@ -26,7 +26,7 @@ import {
 } from '@opentelemetry/semantic-conventions/incubating';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startDaemon, type RunningDaemon } from 'mcpool';
+import { DEFAULT_SETTINGS, resolveSettings, resolveTelemetry, startDaemon, type RunningDaemon } from 'mcpool';
 import { fixtureConfig, killMarked, marker, textOf } from '../../../test/helpers/processes.js';
 import { connectClient } from './gatewayHelpers.js';
 import { memoryDestination } from './helpers.js';
@@ -229,5 +229,34 @@ describe('OpenTelemetry off (no endpoint configured)', () => {
     const seen = JSON.parse(textOf(await client.callTool({ name: 'trace__meta', arguments: {} }))) as Record<string, unknown>;
     expect(seen.traceparent).toBeUndefined();
     expect(spans.getFinishedSpans()).toEqual([]);
+  });
+});
+
+describe('the telemetry switch', () => {
+  const off = DEFAULT_SETTINGS.telemetry;
+
+  it('is off by default, on with daemon.telemetry.otlpEndpoint, and the standard variables win over the file', () => {
+    expect(off.otlpEndpoint).toBeUndefined();
+    expect(resolveTelemetry(off, {})).toBeUndefined();
+    const settings = resolveSettings({ daemon: { telemetry: { otlpEndpoint: 'http://collector:4318/', serviceName: 'pool-a' } } }, {});
+    expect(resolveTelemetry(settings.telemetry, {})).toEqual({
+      tracesUrl: 'http://collector:4318/v1/traces',
+      metricsUrl: 'http://collector:4318/v1/metrics',
+      serviceName: 'pool-a',
+      metricExportIntervalMs: 60_000,
+    });
+    expect(resolveTelemetry(settings.telemetry, { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example:4318', OTEL_SERVICE_NAME: 'from-env', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'https://m.example/custom' })).toMatchObject({
+      tracesUrl: 'https://otel.example:4318/v1/traces',
+      metricsUrl: 'https://m.example/custom',
+      serviceName: 'from-env',
+    });
+    expect(resolveTelemetry(off, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toMatchObject({ tracesUrl: 'http://127.0.0.1:4318/v1/traces', serviceName: 'mcpool' });
+    expect(resolveTelemetry(settings.telemetry, { OTEL_SDK_DISABLED: 'TRUE' })).toBeUndefined();
+    expect(resolveTelemetry(settings.telemetry, { OTEL_EXPORTER_OTLP_ENDPOINT: '  ' })).toMatchObject({ tracesUrl: 'http://collector:4318/v1/traces' });
+  });
+
+  it('a bad telemetry section is a config error naming the field', () => {
+    expect(() => resolveSettings({ daemon: { telemetry: { otlpEndpoint: 'collector:4318' } } }, {})).toThrow(/daemon\.telemetry\.otlpEndpoint/);
+    expect(() => resolveSettings({ daemon: { telemetry: { endpoint: 'http://collector:4318' } } }, {})).toThrow(/daemon\.telemetry/);
   });
 });
