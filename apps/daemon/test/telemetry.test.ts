@@ -7,6 +7,7 @@
  * Off, nothing is exported and no trace context is injected.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -60,21 +61,21 @@ interface Started {
   reader: ManualReader;
 }
 
-async function start(telemetry: Record<string, unknown> | undefined, env: Record<string, string> = {}): Promise<Started> {
+async function start(telemetry: Record<string, unknown> | undefined, env: Record<string, string> = {}, options: { otlp?: boolean; logs?: string[] } = {}): Promise<Started> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-otel-'));
   const mark = marker('otel');
   const configPath = join(dir, 'mcpool.json');
   writeFileSync(configPath, JSON.stringify({ mcpServers: { trace: fixtureConfig('traceMeta.mjs', mark) }, daemon: telemetry === undefined ? {} : { telemetry } }));
   const spans = new InMemorySpanExporter();
   const reader = new ManualReader();
-  const logs: string[] = [];
+  const logs: string[] = options.logs ?? [];
   const running = await startDaemon({
     configPath,
     env: { MCPOOL_STATE_DIR: join(dir, 'state'), ...env },
     cwd: dir,
     overrides: { port: 0 },
     destination: memoryDestination(logs),
-    telemetryExporters: { spanExporter: spans, metricReader: reader },
+      ...(options.otlp ? {} : { telemetryExporters: { spanExporter: spans, metricReader: reader } }),
   });
   cleanups.push(async () => {
     await running.stop('test');
@@ -229,6 +230,31 @@ describe('OpenTelemetry off (no endpoint configured)', () => {
     const seen = JSON.parse(textOf(await client.callTool({ name: 'trace__meta', arguments: {} }))) as Record<string, unknown>;
     expect(seen.traceparent).toBeUndefined();
     expect(spans.getFinishedSpans()).toEqual([]);
+  });
+});
+
+describe('OpenTelemetry export over OTLP', () => {
+  it('a collector that never answers does not hold the stop: the last export is given up after its deadline', async () => {
+    // A TCP listener that accepts and never answers: the OTLP exporter's request hangs.
+    const sockets = new Set<Socket>();
+    const blackHole = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => blackHole.close(() => resolve()));
+    });
+    const port = (blackHole.address() as AddressInfo).port;
+    const logs: string[] = [];
+    const { running, token } = await start({ otlpEndpoint: `http://127.0.0.1:${port}` }, {}, { otlp: true, logs });
+    const { client } = await connectClient(`${running.url}/mcp`, token);
+    await client.callTool({ name: 'trace__meta', arguments: {} });
+    await client.close();
+    // 1. The stop ends (the exporter's own timeout is 10 s; the stop gives it 2).
+    expect(await running.stop('test')).toBe(0);
+    // 2. And says what it dropped.
+    const messages = logs.map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages).toContain('OpenTelemetry export did not finish at shutdown; what was left is dropped');
+    expect(messages.at(-1)).toBe('stopped');
   });
 });
 

@@ -20,6 +20,9 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import { ServerTelemetry } from './serverTelemetry.js';
 import type { ResolvedTelemetry, StartTelemetryOptions, Telemetry } from './telemetry.js';
 
+/** How long a stop waits for the last export. */
+const FLUSH_DEADLINE_MS = 2_000;
+
 export function startSdk(resolved: ResolvedTelemetry, options: StartTelemetryOptions): Telemetry | undefined {
   const logger = options.logger.child({ component: 'telemetry' });
   const resource = defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: resolved.serviceName, [ATTR_SERVICE_VERSION]: options.version }));
@@ -51,9 +54,18 @@ export function startSdk(resolved: ResolvedTelemetry, options: StartTelemetryOpt
     resolved,
     shutdown() {
       stopping ??= (async () => {
-        // Last spans and the last metric points leave before the providers stop.
-        const results = await Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
-        for (const result of results) if (result.status === 'rejected') logger.warn({ err: result.reason as unknown }, 'OpenTelemetry export failed at shutdown');
+        // Last spans and the last metric points leave before the providers stop, but an
+        // unreachable collector (the exporter's own timeout is 10 s) must not hold the stop.
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), FLUSH_DEADLINE_MS);
+          timer.unref();
+        });
+        const flushed = Promise.allSettled([tracerProvider.shutdown(), meterProvider.shutdown()]);
+        const outcome = await Promise.race([flushed, late]);
+        clearTimeout(timer);
+        if (outcome === 'late') logger.warn({ deadlineMs: FLUSH_DEADLINE_MS }, 'OpenTelemetry export did not finish at shutdown; what was left is dropped');
+        else for (const result of outcome) if (result.status === 'rejected') logger.warn({ err: result.reason as unknown }, 'OpenTelemetry export failed at shutdown');
         trace.disable();
         metrics.disable();
         propagation.disable();
