@@ -28,7 +28,8 @@ function importsOf(file: string): string[] {
 const rules: Record<string, RegExp[]> = {
   protocol: [/^@mcpool\//, /^@modelcontextprotocol\//, /^xstate/, /^pino/],
   actor: [/^@mcpool\/(core|client)/],
-  core: [/^@mcpool\/(actor|client)/, /^@modelcontextprotocol\//, /^xstate/],
+  // Of OpenTelemetry, a library uses the API only (a no-op until its host registers an SDK).
+  core: [/^@mcpool\/(actor|client)/, /^@modelcontextprotocol\//, /^xstate/, /^@opentelemetry\/(?!api$)/],
   // The client's root must load in a webview: web APIs only, and the daemon only over HTTP.
   client: [/^node:/, /^@mcpool\/(core|actor)/, /^pino/, /^@modelcontextprotocol\//],
 };
@@ -46,6 +47,20 @@ describe('package boundaries', () => {
       expect(offences).toEqual([]);
     });
   }
+
+  it('the daemon loads the OpenTelemetry SDK in one module, and imports that module only dynamically', () => {
+    const files = sourcesOf(join(root, 'apps', 'daemon', 'src'));
+    const sdkModule = join(root, 'apps', 'daemon', 'src', 'telemetry', 'sdk.ts');
+    // Type-only imports cost nothing at run time.
+    const runtimeImports = (file: string) =>
+      [...readFileSync(file, 'utf8').matchAll(/^import\s+(?!type\s)[^;]*?from\s+['"]([^'"]+)['"]/gms)].map((match) => match[1]!);
+    const sdkUsers = files.filter((file) => runtimeImports(file).some((spec) => /^@opentelemetry\/(?!api$)/.test(spec)));
+    expect(sdkUsers.map((file) => file.slice(root.length))).toEqual([sdkModule.slice(root.length)]);
+    const staticSdkImports = files.filter((file) => runtimeImports(file).some((spec) => spec.endsWith('/sdk.js')));
+    expect(staticSdkImports).toEqual([]);
+    const dynamic = files.filter((file) => /import\(\s*['"]\.\/sdk\.js['"]\s*\)/.test(readFileSync(file, 'utf8')));
+    expect(dynamic.map((file) => file.slice(root.length))).toEqual([join('apps', 'daemon', 'src', 'telemetry', 'telemetry.ts')]);
+  });
 
   it('the lint rule catches a forbidden import too', async () => {
     const { ESLint } = await import('eslint');

@@ -13,6 +13,7 @@
  *   within the deadline.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import {
@@ -49,6 +50,8 @@ import { EventHub } from './events.js';
 import { DaemonErrorCode, HttpError } from './http/errors.js';
 import { DaemonMetrics } from './metrics.js';
 import type { SecretRedactor } from './secrets.js';
+import { restFailure } from './telemetry/serverTelemetry.js';
+import type { Telemetry } from './telemetry/telemetry.js';
 
 /** The pool session that keeps configured servers warm. Not a daemon session: never listed. */
 export const WARM_SESSION_ID = 'mcpool:warm';
@@ -78,6 +81,8 @@ export interface DaemonOptions {
   poolOptions?: Partial<McpTransportPoolOptions>;
   /** @default '0.0.0' */
   version?: string;
+  /** OpenTelemetry, when it is on: server spans on `/mcp` and the REST tool call. @default off */
+  telemetry?: Telemetry;
 }
 
 interface SessionSlot {
@@ -117,6 +122,8 @@ export class Daemon {
   /** Who may call: the operator token and the config's clients (rebuilt on reload). */
   readonly tokens = new TokenRegistry([]);
   readonly version: string;
+  /** Set when OpenTelemetry export is on. */
+  readonly telemetry: Telemetry | undefined;
   readonly startedAt = Date.now();
   readonly #logger: Logger;
   readonly #redactor: SecretRedactor;
@@ -151,6 +158,7 @@ export class Daemon {
     this.#env = options.env ?? process.env;
     this.#reloadConfig = options.reloadConfig;
     this.version = options.version ?? '0.0.0';
+    this.telemetry = options.telemetry;
     for (const config of Object.values(this.#config.servers)) this.#redactor.addServerConfig(config);
     this.#redactor.add(this.#operatorToken);
     this.#applyClients();
@@ -544,8 +552,17 @@ export class Daemon {
     this.#publish({ type: 'session_closed', sessionId: id });
   }
 
-  /** Calls a tool through the session's filtered view of `server`. */
-  async callTool(principal: Principal, id: string, request: ToolCallRequest): Promise<ToolCallResponse> {
+  /**
+   * Calls a tool through the session's filtered view of `server`. `headers` are the HTTP request's: with
+   * telemetry on, their `traceparent` makes the call's server span a child of the caller's.
+   */
+  callTool(principal: Principal, id: string, request: ToolCallRequest, headers?: IncomingHttpHeaders): Promise<ToolCallResponse> {
+    const server = this.telemetry?.server;
+    if (server === undefined) return this.#callTool(principal, id, request);
+    return server.run({ method: 'tools/call', tool: request.name, restSessionId: id, headers }, () => this.#callTool(principal, id, request), restFailure, (response) => response.result);
+  }
+
+  async #callTool(principal: Principal, id: string, request: ToolCallRequest): Promise<ToolCallResponse> {
     this.#assertAccepting();
     const session = this.#owned(principal, id);
     const slot = session.servers.get(request.server);

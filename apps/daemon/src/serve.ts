@@ -21,6 +21,7 @@ import { killDescendantsSync } from './forceKill.js';
 import { firstScreen, firstScreenLine, type FirstScreenInfo } from './firstScreen.js';
 import { createLogger, LogFileBound } from './logger.js';
 import { SecretRedactor } from './secrets.js';
+import { startTelemetry, type Telemetry, type TelemetryExporters } from './telemetry/telemetry.js';
 import { VERSION } from './version.js';
 
 /** Exit codes of the `mcpool` command. */
@@ -66,6 +67,8 @@ export interface StartOptions {
    * @default `full` when stdout is a terminal, else `line`
    */
   firstScreen?: 'full' | 'line' | 'none';
+  /** Replace the OTLP exporters when telemetry is configured on (tests: in-memory ones). */
+  telemetryExporters?: TelemetryExporters;
 }
 
 export interface RunningDaemon {
@@ -139,8 +142,23 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   else logger.info({ tokenFile: operator.path, created: operator.created }, `operator token ${operator.created ? 'created in' : 'read from'} ${operator.path}`);
   if (operator.tightened) logger.warn({ tokenFile: operator.path }, 'the token file was readable by others; its mode is now 0600');
 
-  // 3. The daemon and its API.
-  const daemon = new Daemon({ config, logger, redactor, operatorToken: operator.token, env, reloadConfig: reload, version: VERSION, groupLedgerDir: join(stateDir, 'groups'), ...(options.poolOptions ? { poolOptions: options.poolOptions } : {}) });
+  // 3. Telemetry, when an OTLP endpoint is configured (the SDK is loaded only then), before the
+  // pool exists so its first call is already traced.
+  const telemetry: Telemetry | undefined = await startTelemetry({ settings: config.settings.telemetry, env, logger, version: VERSION, exporters: options.telemetryExporters });
+
+  // 4. The daemon and its API.
+  const daemon = new Daemon({
+    config,
+    logger,
+    redactor,
+    operatorToken: operator.token,
+    env,
+    reloadConfig: reload,
+    version: VERSION,
+    groupLedgerDir: join(stateDir, 'groups'),
+    ...(telemetry ? { telemetry } : {}),
+    ...(options.poolOptions ? { poolOptions: options.poolOptions } : {}),
+  });
   let stopRequested: (reason: string) => void = () => undefined;
   const app = await buildApp({ daemon, logger, redactor, stop: (reason) => stopRequested(reason) });
   const { host, port } = config.settings;
@@ -149,6 +167,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   } catch (error) {
     await daemon.shutdown('listen failed').catch(() => undefined);
     await app.close().catch(() => undefined);
+    await telemetry?.shutdown();
     const code = (error as NodeJS.ErrnoException).code;
     const where = `${host}:${port}`;
     if (code === 'EADDRINUSE') return fail(ExitCode.UNAVAILABLE, `cannot start: ${where} is already in use (another mcpool?); choose another port with --port or MCPOOL_PORT`, { host, port });
@@ -167,7 +186,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   if (firstScreenMode === 'full') process.stdout.write(firstScreen(screen));
   else if (firstScreenMode === 'line') logger.info({ mcp: `${url}/mcp` }, firstScreenLine(screen));
 
-  // 4. Warm the servers; watch the config file.
+  // 5. Warm the servers; watch the config file.
   const warmed = daemon.start();
   let watcher: ConfigWatcher | undefined;
   if (config.source.kind === 'file' && config.settings.watchConfig) {
@@ -194,6 +213,8 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
       const straggler = setTimeout(() => app.server.closeAllConnections(), 250);
       await closed;
       clearTimeout(straggler);
+      // The spans of the last calls leave before the process does.
+      await telemetry?.shutdown();
       logger.info({ reason }, 'stopped');
       return result.errors.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
     })();

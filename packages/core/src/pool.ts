@@ -877,6 +877,8 @@ export class McpTransportPool {
       port: port1,
       fields,
       callTimeoutMs: this.#options.callTimeoutMs,
+      transport: entry.config.transport,
+      url: entry.config.url ?? entry.config.httpUrl,
       onRelease: (released) => this.#releaseView(released),
       onCallOutcome: (outcome) => this.#onCallOutcome(entry, outcome),
     });

@@ -4,6 +4,7 @@
  * filter to every snapshot the actor pushes and enforces it on calls.
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { Attributes } from '@opentelemetry/api';
 import {
   ErrorCode,
   MCPCallInterruptedError,
@@ -20,10 +21,12 @@ import {
   type ResourceTemplateInfo,
   type ServerSnapshot,
   type SessionTool,
+  type TransportKind,
   type UpstreamNotification,
   type ViewEvents,
 } from '@mcpool/protocol';
 import { SessionFilter, type SessionFields } from './sessionFilter.js';
+import { peerAttributes, startClientCall } from './telemetry.js';
 
 export interface CallOptions {
   /**
@@ -54,7 +57,10 @@ export interface CallOptions {
    * (logging during a tool call): when no other session had a call in flight on the entry.
    */
   onNotification?: (notification: UpstreamNotification) => void;
-  /** Sent upstream as the request's `_meta` (the pool sets the progress token itself). */
+  /**
+   * Sent upstream as the request's `_meta` (the pool sets the progress token itself, and
+   * `traceparent`/`tracestate` of its own span when the host registered an OpenTelemetry SDK).
+   */
   _meta?: Record<string, unknown>;
 }
 
@@ -103,6 +109,9 @@ export interface PooledConnectionInit {
   port: MessagePort;
   fields: SessionFields;
   callTimeoutMs: number;
+  /** How the server is reached, for telemetry attributes (`network.transport`, `server.address`). */
+  transport?: TransportKind | undefined;
+  url?: string | undefined;
   /** Called by {@link PooledConnection.release}; the pool does the bookkeeping. */
   onRelease: (view: PooledConnection) => Promise<void>;
   /** Told when a request got an answer from the server (a result or its error) or hit its deadline: the pool's view of the entry's health. */
@@ -122,6 +131,8 @@ export class PooledConnection {
   #releaseError: PoolError | undefined;
   readonly #channel: RpcChannel;
   readonly #callTimeoutMs: number;
+  /** The attributes of this view's spans and points that never change. */
+  readonly #peer: Attributes;
   readonly #onRelease: PooledConnectionInit['onRelease'];
   readonly #onCallOutcome: PooledConnectionInit['onCallOutcome'];
   readonly #listeners = new Map<PooledConnectionEvent, Set<(event: never) => void>>();
@@ -139,6 +150,7 @@ export class PooledConnection {
     this.sessionId = init.sessionId;
     this.#filter = new SessionFilter(init.fields);
     this.#callTimeoutMs = init.callTimeoutMs;
+    this.#peer = peerAttributes(init.serverName, init.transport, init.url);
     this.#onRelease = init.onRelease;
     this.#onCallOutcome = init.onCallOutcome;
     this.#ready = new Promise<void>((resolve, reject) => {
@@ -310,7 +322,11 @@ export class PooledConnection {
     if (this.#releaseError) return Promise.reject(this.#releaseError);
     const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
     const clientGeneration = this.clientGeneration;
-    const body = options._meta ? { ...params, _meta: { ...(params._meta as Record<string, unknown> | undefined), ...options._meta } } : params;
+    const telemetry = startClientCall(method, params, this.#peer);
+    // The pool's own span is the upstream's parent: its trace context wins over a caller's.
+    const traceMeta = telemetry.traceMeta;
+    const extraMeta = traceMeta === undefined ? options._meta : options._meta === undefined ? traceMeta : { ...options._meta, ...traceMeta };
+    const body = extraMeta ? { ...params, _meta: { ...(params._meta as Record<string, unknown> | undefined), ...extraMeta } } : params;
     return this.#channel
       .request<Record<string, unknown>>(
         'request',
@@ -331,6 +347,7 @@ export class PooledConnection {
       .then(
         (result) => {
           this.#onCallOutcome?.('answered');
+          telemetry.end(result, undefined);
           return result;
         },
         (error: unknown) => {
@@ -338,7 +355,9 @@ export class PooledConnection {
           if (error instanceof PoolError && (error.code === ErrorCode.CALL_TIMEOUT || error.code === ErrorCode.UPSTREAM_ERROR)) {
             this.#onCallOutcome?.(error.code === ErrorCode.CALL_TIMEOUT ? 'timeout' : 'answered');
           }
-          throw this.#interrupted(error, clientGeneration);
+          const failure = this.#interrupted(error, clientGeneration);
+          telemetry.end(undefined, failure);
+          throw failure;
         },
       );
   }

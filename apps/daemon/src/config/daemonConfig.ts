@@ -37,6 +37,19 @@ export interface ClientSpec {
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/**
+ * OpenTelemetry export (traces and metrics over OTLP/HTTP). Off unless an endpoint is given here
+ * or in `OTEL_EXPORTER_OTLP_ENDPOINT` (which wins, as the `MCPOOL_*` variables win over the file).
+ */
+export interface TelemetrySettings {
+  /** The OTLP/HTTP base URL (`/v1/traces` and `/v1/metrics` are appended). @default undefined (off) */
+  otlpEndpoint: string | undefined;
+  /** `service.name` of the spans and metrics (`OTEL_SERVICE_NAME` wins). @default 'mcpool' */
+  serviceName: string;
+  /** How often metrics are exported. @default 60000 */
+  metricExportIntervalMs: number;
+}
+
 /** The daemon section, resolved: every field has its value. */
 export interface DaemonSettings {
   /** @default 7070 */
@@ -114,6 +127,8 @@ export interface DaemonSettings {
    * its token. @default false
    */
   insecureNoAuthLoopback: boolean;
+  /** @default off: `{ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60000 }` */
+  telemetry: TelemetrySettings;
 }
 
 /** A loaded config: servers, settings, and where they came from. */
@@ -165,6 +180,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   keepAliveTimeoutMs: 5_000,
   maxConnectionsPerAddress: 256,
   insecureNoAuthLoopback: false,
+  telemetry: Object.freeze({ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60_000 }),
 });
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -218,6 +234,14 @@ export const daemonSectionSchema = z
     keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     maxConnectionsPerAddress: z.number().int().min(1).max(100_000),
     insecureNoAuthLoopback: z.boolean(),
+    telemetry: z
+      .object({
+        otlpEndpoint: z.string().regex(/^https?:\/\/[^\s]+$/, 'an http(s):// URL'),
+        serviceName: z.string().min(1).max(256),
+        metricExportIntervalMs: z.number().int().min(100).max(3600 * 1000),
+      })
+      .partial()
+      .strict(),
   })
   .partial()
   .strict();
@@ -315,6 +339,7 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     ...stripUndefined(known),
     ...stripUndefined(fromEnv),
     budget: { ...DEFAULT_SETTINGS.budget, ...stripUndefined(section.budget ?? {}), ...stripUndefined(fromEnv.budget ?? {}) },
+    telemetry: { ...DEFAULT_SETTINGS.telemetry, ...stripUndefined(section.telemetry ?? {}) },
   };
   if (overrides.port !== undefined) merged.port = overrides.port;
   if (overrides.host !== undefined) merged.host = overrides.host;

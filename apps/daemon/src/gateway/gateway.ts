@@ -211,6 +211,7 @@ export class Gateway {
           callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
           version: this.#daemon.version,
           redact: (message) => this.#redactor.scrubValue(message),
+          telemetry: this.#daemon.telemetry?.server,
           onClosed: (closed) => {
             if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
           },

@@ -33,6 +33,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
@@ -79,6 +80,8 @@ export interface GatewaySessionDeps {
   onClosed(session: GatewaySession): void;
   /** A `tools/call` ended: on which server, whether it succeeded (an answer, even `isError`), how long it took. */
   observeCall?(server: string, ok: boolean, seconds: number): void;
+  /** Server spans and the server duration metric, when OpenTelemetry is on. @default off */
+  telemetry?: ServerTelemetry | undefined;
 }
 
 export interface GatewaySessionInit {
@@ -382,8 +385,10 @@ export class GatewaySession {
 
   #register(server: Server): void {
     const caps = this.#caps;
+    const telemetry = this.#deps.telemetry;
     const on = (method: string, handler: (params: Params, extra: Extra) => Promise<Params> | Params) => {
-      const run = async (request: { params?: Params }, extra: Extra) => (await handler(request.params ?? {}, extra)) as never;
+      const direct = async (request: { params?: Params }, extra: Extra) => (await handler(request.params ?? {}, extra)) as never;
+      const run = telemetry === undefined ? direct : (request: { params?: Params }, extra: Extra) => telemetry.run(this.#operation(method, request.params ?? {}, extra), () => direct(request, extra), rpcFailure);
       if (method === 'tools/call') {
         // Below Server's own wrapper, which re-validates the result and drops unknown fields.
         (Protocol.prototype.setRequestHandler as (this: unknown, schema: unknown, handler: unknown) => void).call(server, loose(method), run);
@@ -411,6 +416,22 @@ export class GatewaySession {
     }
     if (caps.logging) on('logging/setLevel', (params) => this.#setLevel(params));
     if (caps.completions) on('completion/complete', (params, extra) => this.#complete(params, extra));
+  }
+
+  /** What a server span records of one request (the names as the client wrote them). */
+  #operation(method: string, params: Params, extra: Extra): ServerOperation {
+    const name = typeof params.name === 'string' ? params.name : undefined;
+    const header = extra.requestInfo?.headers['mcp-protocol-version'];
+    return {
+      method,
+      tool: method === 'tools/call' ? name : undefined,
+      prompt: method === 'prompts/get' ? name : undefined,
+      requestId: extra.requestId,
+      mcpSessionId: this.id,
+      protocolVersion: typeof header === 'string' ? header : this.#client?.protocolVersion,
+      meta: extra._meta,
+      headers: extra.requestInfo?.headers,
+    };
   }
 
   #listTools(): Params {
@@ -576,4 +597,11 @@ function stringParam(params: Params, key: string): string {
   const value = params[key];
   if (typeof value !== 'string') throw new RpcError(RpcCode.INVALID_PARAMS, `params.${key} must be a string`);
   return value;
+}
+
+/** A request's failure as the downstream client sees it: the JSON-RPC code it gets back. */
+function rpcFailure(error: unknown): ServerFailure {
+  if (error instanceof RpcError) return { type: String(error.code), rpcCode: String(error.code), message: error.message };
+  if (error instanceof McpError) return { type: String(error.code), rpcCode: String(error.code), message: error.message };
+  return error instanceof Error ? { type: '_OTHER', message: error.message } : { type: '_OTHER' };
 }

@@ -181,7 +181,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       body: toolCallBody,
       responses: { 200: { description: 'The MCP result as the server sent it', schema: toolCallResponseSchema } },
       errors: [400, 404, 413, 415, 502, 503, 504],
-      handler: (request) => daemon.callTool(principal(request), (request.params as { id: string }).id, parseInput(toolCallBody, request.body ?? {}, 'body')),
+      handler: (request) => daemon.callTool(principal(request), (request.params as { id: string }).id, parseInput(toolCallBody, request.body ?? {}, 'body'), request.headers),
     },
     ...observeRoutes(daemon, mcpSessions),
     {
