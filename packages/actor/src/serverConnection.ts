@@ -23,6 +23,7 @@
  */
 import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerConfig, ToolInfo, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
+import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
@@ -77,14 +78,7 @@ export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'];
 
 /** `_meta` keys of a modern request. */
-export const META = {
-  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
-  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
-  clientInfo: 'io.modelcontextprotocol/clientInfo',
-  logLevel: 'io.modelcontextprotocol/logLevel',
-  serverInfo: 'io.modelcontextprotocol/serverInfo',
-  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
-} as const;
+export const META = MODERN_META;
 
 /** JSON-RPC error codes of the modern revision that only a modern server sends. */
 const UNSUPPORTED_PROTOCOL_VERSION = -32022;

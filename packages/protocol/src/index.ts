@@ -73,3 +73,4 @@ export type {
   ViewRequestArgs,
   ViewServerOps,
 } from './messages.js';
+export { MODERN_META } from './modernMeta.js';

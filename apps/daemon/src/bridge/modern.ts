@@ -44,6 +44,7 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode, JsonRpcCode } from '@mcpool/protocol/errorCodes';
+import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { BridgeErrorCode, errorResponse, idKey, isMessage, isNotification, isRequest, isResponse, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
 
 /** The modern protocol revisions the bridge serves. */
@@ -51,14 +52,8 @@ export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
 /** The revision the bridge asks the daemon's legacy endpoint for. */
 export const LEGACY_PROTOCOL_VERSION = '2025-11-25';
 
-export const META = {
-  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
-  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
-  clientInfo: 'io.modelcontextprotocol/clientInfo',
-  logLevel: 'io.modelcontextprotocol/logLevel',
-  serverInfo: 'io.modelcontextprotocol/serverInfo',
-  subscriptionId: 'io.modelcontextprotocol/subscriptionId',
-} as const;
+/** The `_meta` keys of the modern revision (the one table every layer reads). */
+export const META = MODERN_META;
 
 /** `_meta` keys only the modern era knows: the legacy endpoint gets the request without them. */
 const MODERN_ONLY_META: readonly string[] = [META.protocolVersion, META.clientCapabilities, META.clientInfo, META.logLevel];

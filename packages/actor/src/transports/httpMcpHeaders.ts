@@ -15,8 +15,10 @@
  * `=?base64?{base64 of its UTF-8}?=`.
  */
 
+import { MODERN_META } from '@mcpool/protocol/modernMeta';
+
 /** The `_meta` key carrying a modern request's protocol version. */
-export const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
+export const PROTOCOL_VERSION_META_KEY = MODERN_META.protocolVersion;
 
 const NAME_SOURCE: Readonly<Record<string, string>> = {
   'tools/call': 'name',
