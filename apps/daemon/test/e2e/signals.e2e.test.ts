@@ -115,9 +115,10 @@ describe('mcpool serve signals', () => {
     const mark = marker('signals-force');
     // A server still starting holds the shutdown (drainAll waits for spawns in flight, up to its deadline).
     const d = await serve(mark, { slow: fixtureConfig('slowInit.mjs', mark, { env: { FIXTURE_INIT_DELAY_MS: '30000' } }) }, false);
-    await vi.waitFor(() => expect(pidsWithMarker(mark)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    // Generous waits: a loaded machine can take seconds to spawn the server or log a line.
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toHaveLength(1), { timeout: 60_000, interval: 20 });
     d.child.kill('SIGTERM');
-    await vi.waitFor(() => expect(messages(d)).toContain('shutting down'), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(messages(d)).toContain('shutting down'), { timeout: 30_000, interval: 10 });
     d.child.kill('SIGTERM');
     expect(await d.exited).toBe(1);
     expect(messages(d)).toContain('second signal (SIGTERM): forcing exit');
