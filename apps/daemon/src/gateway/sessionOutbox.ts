@@ -8,7 +8,8 @@
  * (progress per token, list_changed per list, updates per resource) replaces the waiting one with
  * the same key (latest wins); the others wait in a queue of at most {@link SESSION_QUEUE_BOUND},
  * the oldest dropped past it, and one warning per burst reports the drops when the queue empties.
- * A response that stays full for {@link SESSION_STALL_MS} ends the session (`onStall`).
+ * A session whose responses see no `drain` for {@link SESSION_STALL_MS} while one is full and
+ * notifications wait ends (`onStall`); a client that reads, however slowly, is never cut.
  */
 import type { ServerResponse } from 'node:http';
 
@@ -39,7 +40,11 @@ export class SessionOutbox {
   /** An HTTP response of the session (GET stream or POST answer): watched until it closes. */
   track(res: ServerResponse): void {
     this.#responses.add(res);
-    const pump = (): void => this.#pump();
+    // A drain is progress: the client reads, so its 10 s start again.
+    const pump = (): void => {
+      this.#disarm();
+      this.#pump();
+    };
     res.on('drain', pump);
     res.once('close', () => {
       this.#responses.delete(res);
