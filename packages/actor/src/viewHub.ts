@@ -10,6 +10,8 @@
  *   session's prompt to another, and a notification goes to every view;
  * - `resources/updated` goes to the views subscribed to that URI (subscriptions are refcounted
  *   upstream and replayed after a reconnect; on a modern server they are the listen filter).
+ * What the server sends a view on its own goes through the view's {@link ViewOutbox}: throttled,
+ * progress coalesced per call and updates per resource, the rest bounded.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { CallEvent, RpcHandlerContext, ServerSnapshot, UpstreamNotification, ViewClientInfo, ViewEvents, ViewRequestArgs } from '@mcpool/protocol';
@@ -18,6 +20,7 @@ import type { ListenFilter, ServerConnection } from './serverConnection.js';
 import { HEADER_MISMATCH, jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamHttpError } from './transports/upstreamTransport.js';
 import { UpstreamRpcError } from './upstreamClient.js';
+import { ViewOutbox } from './outbox.js';
 
 export interface ViewHubDeps {
   /** The live connection and its generation; throws a typed error while there is none. */
@@ -35,6 +38,7 @@ interface ViewState {
   /** Calls in flight, oldest first: a notification is attributed to the newest. */
   inflight: Set<RpcHandlerContext>;
   subscriptions: Set<string>;
+  outbox: ViewOutbox;
 }
 
 /** Methods a view never sends itself: the actor owns the connection's lifecycle and streams. */
@@ -46,13 +50,16 @@ export class ViewHub {
   /** Calls whose caller asked for the notifications attributed to them. */
   readonly #listening = new WeakSet<RpcHandlerContext>();
   readonly #deps: ViewHubDeps;
+  /** Numbers the calls, for their progress's coalescing key. */
+  #calls = 0;
 
   constructor(deps: ViewHubDeps) {
     this.#deps = deps;
   }
 
   attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo): void {
-    const state: ViewState = { channel: undefined!, client, inflight: new Set(), subscriptions: new Set() };
+    const outbox = new ViewOutbox((report) => this.#deps.logger.warn({ viewId, ...report }, 'a session got server messages faster than it may: dropped and coalesced some'));
+    const state: ViewState = { channel: undefined!, client, inflight: new Set(), subscriptions: new Set(), outbox };
     state.channel = new RpcChannel(port, {
       handler: (op, opArgs, ctx) => this.#handle(viewId, state, op, opArgs, ctx),
       onClose: () => this.#forget(viewId, state),
@@ -111,15 +118,19 @@ export class ViewHub {
   notification(notification: UpstreamNotification): void {
     const owner = this.attribute();
     if (owner.view === undefined) {
-      this.broadcast('notification', notification);
+      for (const state of this.#views.values()) state.outbox.push(undefined, () => state.channel.emit('notification', notification));
       return;
     }
-    if (owner.call !== undefined) owner.call.progress({ kind: 'notification', notification } satisfies CallEvent);
-    else owner.view.channel.emit('notification', notification);
+    const { view, call } = owner;
+    if (call !== undefined) view.outbox.push(undefined, () => call.progress({ kind: 'notification', notification } satisfies CallEvent));
+    else view.outbox.push(undefined, () => view.channel.emit('notification', notification));
   }
 
   resourceUpdated(uri: string): void {
-    for (const viewId of this.#subscribers.get(uri) ?? []) this.#views.get(viewId)?.channel.emit('resourceUpdated', { uri });
+    for (const viewId of this.#subscribers.get(uri) ?? []) {
+      const state = this.#views.get(viewId);
+      state?.outbox.push(`updated:${uri}`, () => state.channel.emit('resourceUpdated', { uri }));
+    }
   }
 
   /** What a modern connection's `subscriptions/listen` asks for: list changes it announces, and the views' resources. */
@@ -148,6 +159,7 @@ export class ViewHub {
 
   #forget(viewId: string, state: ViewState): void {
     if (this.#views.get(viewId) === state) this.#views.delete(viewId);
+    state.outbox.dispose();
     for (const uri of state.subscriptions) void this.#unsubscribe(viewId, state, uri).catch(() => undefined);
   }
 
@@ -162,6 +174,7 @@ export class ViewHub {
     const { conn, generation } = this.#deps.live();
     state.inflight.add(ctx);
     if (args.wantNotifications) this.#listening.add(ctx);
+    const progressKey = `progress:${++this.#calls}`;
     const send = (): Promise<Record<string, unknown>> =>
       conn.request(args.method, args.params, {
         view: state.client,
@@ -169,7 +182,7 @@ export class ViewHub {
         maxTotalTimeoutMs: args.maxTotalTimeoutMs,
         // Only a call its caller can cancel carries a signal upstream (making one costs per call).
         signal: args.cancellable ? ctx.signal : undefined,
-        onProgress: args.wantProgress ? (progress) => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent) : undefined,
+        onProgress: args.wantProgress ? (progress) => state.outbox.push(progressKey, () => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent)) : undefined,
       });
     try {
       try {
@@ -186,6 +199,8 @@ export class ViewHub {
     } catch (error) {
       throw this.#deps.mapError(error, args.cancellable === true, ctx.signal, generation, conn);
     } finally {
+      // What the call produced (its last progress above all) goes out before its answer.
+      state.outbox.flush();
       state.inflight.delete(ctx);
     }
   }

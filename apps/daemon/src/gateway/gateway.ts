@@ -283,6 +283,7 @@ export class Gateway {
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
     if (request.headers.origin !== undefined) raw.setHeader('access-control-expose-headers', 'mcp-session-id');
     reply.hijack();
+    session.track(raw);
     raw.once('close', () => {
       session.active -= 1;
       session.lastSeen = Date.now();

@@ -15,6 +15,7 @@
  *   out on the session's GET stream;
  * - `logging/setLevel` is this session's filter; upstream gets the most verbose level asked for.
  */
+import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
@@ -35,6 +36,7 @@ import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/sh
 import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
+import { SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
 import { RpcCode, RpcError, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from './rpcErrors.js';
@@ -128,6 +130,8 @@ export class GatewaySession {
   readonly #subscriptions = new Map<string, string>();
   readonly #deps: GatewaySessionDeps;
   readonly #logger: Logger;
+  /** Notifications the client has not taken yet (bounded; a client that stops reading is cut). */
+  readonly #outbox: SessionOutbox;
 
   constructor(deps: GatewaySessionDeps, init: GatewaySessionInit) {
     this.#deps = deps;
@@ -137,6 +141,13 @@ export class GatewaySession {
     this.scope = init.scope;
     this.#client = init.client;
     this.#logger = deps.logger;
+    this.#outbox = new SessionOutbox({
+      onStall: (stalledMs) => {
+        this.#logger.warn({ sessionId: this.id, client: this.principalId, stalledMs }, `closing a /mcp session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
+        void this.close('its client stopped reading');
+      },
+      onBurstEnd: (report) => this.#logger.warn({ sessionId: this.id, client: this.principalId, ...report }, 'a /mcp client read slower than its notifications came: dropped and coalesced some'),
+    });
     for (const name of [...init.servers].sort()) {
       this.#slots.set(name, { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, inflight: [], detach: [] });
     }
@@ -145,6 +156,11 @@ export class GatewaySession {
   get transport(): StreamableHTTPServerTransport {
     if (this.#transport === undefined) throw new Error('the session has not started');
     return this.#transport;
+  }
+
+  /** An HTTP response the transport writes for this session: its back-pressure holds the session's notifications. */
+  track(res: ServerResponse): void {
+    this.#outbox.track(res);
   }
 
   get closed(): boolean {
@@ -215,6 +231,7 @@ export class GatewaySession {
     let done!: () => void;
     this.#closing = new Promise<void>((resolve) => (done = resolve));
     this.#deps.onClosed(this);
+    this.#outbox.close();
     void (async () => {
       try {
         for (const slot of this.#slots.values()) this.#unwire(slot);
@@ -303,7 +320,7 @@ export class GatewaySession {
       view.on('resourcesChanged', () => this.#listChanged('resources')),
       view.on('notification', (notification) => this.#forward(notification, undefined)),
       view.on('resourceUpdated', ({ uri }) => {
-        if (this.#subscriptions.get(uri) === slot.name) this.#send({ method: 'notifications/resources/updated', params: { uri } });
+        if (this.#subscriptions.get(uri) === slot.name) this.#send({ method: 'notifications/resources/updated', params: { uri } }, `updated:${uri}`);
       }),
       view.on('reconnected', () => {
         // A new server process knows no log level.
@@ -333,13 +350,14 @@ export class GatewaySession {
 
   #listChanged(kind: 'tools' | 'prompts' | 'resources'): void {
     if (this.#caps[kind] === undefined) return;
-    this.#send({ method: `notifications/${kind}/list_changed` });
+    this.#send({ method: `notifications/${kind}/list_changed` }, `list:${kind}`);
   }
 
   /** On the session's GET stream (dropped by the SDK when the client has none open). */
-  #send(notification: UpstreamNotification): void {
-    if (this.closed || this.#server === undefined) return;
-    void this.#server.notification(notification as ServerNotification).catch(() => undefined);
+  #send(notification: UpstreamNotification, key?: string): void {
+    const server = this.#server;
+    if (this.closed || server === undefined) return;
+    this.#outbox.push(key, () => void server.notification(notification as ServerNotification).catch(() => undefined));
   }
 
   /** An upstream notification: on the call's stream when it belongs to one, else on the GET stream. */
@@ -347,7 +365,7 @@ export class GatewaySession {
     if (HANDLED_ELSEWHERE.has(notification.method)) return;
     if (notification.method === 'notifications/message' && !passes(notification.params?.level, this.#logLevel)) return;
     if (extra === undefined) this.#send(notification);
-    else void extra.sendNotification(notification as ServerNotification).catch(() => undefined);
+    else this.#outbox.push(undefined, () => void extra.sendNotification(notification as ServerNotification).catch(() => undefined));
   }
 
   /** sampling/createMessage, elicitation/create, roots/list from upstream: to this session's newest call on that server. */
@@ -577,7 +595,8 @@ export class GatewaySession {
         ? {}
         : {
             onProgress: (progress) => {
-              void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken } } as ServerNotification).catch(() => undefined);
+              const send = (): void => void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken } } as ServerNotification).catch(() => undefined);
+              this.#outbox.push(`progress:${JSON.stringify(progressToken)}`, send);
             },
           }),
     };

@@ -1,0 +1,114 @@
+/**
+ * A server floods notifications while a downstream `/mcp` client stops reading its GET stream,
+ * on the real daemon (a child process): the daemon holds a bounded backlog for that session
+ * instead of buffering without end, disconnects it once its stream has stayed full, says why in
+ * its log, and another session's calls to another server are answered meanwhile.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { fixtureConfig, killMarked, marker, textOf } from '../../../test/helpers/processes.js';
+import { ACCEPT_BOTH, connectClient, openRawSession, raw } from './gatewayHelpers.js';
+
+const BIN = fileURLToPath(new URL('../bin/mcpool.js', import.meta.url));
+
+function rssMB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+describe('notification flood through /mcp', () => {
+  it('a client that stops reading is disconnected with a logged reason, memory stays bounded, and other calls go on', async () => {
+    const mark = marker('notify-flood');
+    const dir = mkdtempSync(join(tmpdir(), 'mcpool-notify-flood-'));
+    const configPath = join(dir, 'mcpool.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        mcpServers: { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) },
+        daemon: { port: 0, watchConfig: false },
+      }),
+    );
+    const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
+      env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    daemon.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    daemon.stderr.resume();
+    const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+    let stalled: ClientRequest | undefined;
+    let stalledRes: IncomingMessage | undefined;
+    try {
+      const url = await vi.waitFor(
+        () => {
+          const found = /listening on (http:\/\/[^"\s]+)/.exec(out);
+          if (!found) throw new Error('not listening yet');
+          return found[1]!;
+        },
+        { timeout: 60_000, interval: 50 },
+      );
+      const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+      const auth = { authorization: `Bearer ${token}` };
+      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
+
+      // Session 1 opens its GET stream and never reads it.
+      const sessionId = await openRawSession(url, '/mcp', token);
+      const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+      const streamClosed = new Promise<void>((resolve) => {
+        stalled = httpRequest(`${url}/mcp`, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } }, (res: IncomingMessage) => {
+          res.pause();
+          stalledRes = res;
+          res.once('close', () => resolve());
+          res.once('error', () => resolve());
+        });
+        stalled.once('error', () => resolve());
+        stalled.end();
+      });
+      // Session 2 (an SDK client that reads) starts the flood and calls another server during it.
+      const { client } = await connectClient(`${url}/mcp`, token);
+      expect(textOf(await client.callTool({ name: 'flood__start', arguments: { perSecond: 2000, size: 1000 } }))).toBe('flooding');
+      const before = rssMB(daemon.pid!);
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, rssMB(daemon.pid!))), 250);
+      const slowest: number[] = [];
+      try {
+        await vi.waitFor(
+          async () => {
+            const started = performance.now();
+            expect(textOf(await client.callTool({ name: 'echo__echo', arguments: { text: 'still here' } }))).toBe('still here');
+            slowest.push(performance.now() - started);
+            expect(out).toMatch(/closing a \/mcp session whose client did not read its stream/);
+          },
+          { timeout: 60_000, interval: 200 },
+        );
+        // Read now: what the daemon had written drains, then the stream ends.
+        stalledRes?.resume();
+        await streamClosed;
+      } finally {
+        clearInterval(sampler);
+      }
+      const line = out.split('\n').find((l) => l.includes('closing a /mcp session whose client did not read'))!;
+      expect(JSON.parse(line)).toMatchObject({ sessionId });
+      // The stalled session is gone; session 2 still works.
+      const after = await raw(url, { path: '/mcp', headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH }, body: { jsonrpc: '2.0', id: 9, method: 'tools/list' } });
+      expect(after.status).toBe(404);
+      await client.callTool({ name: 'flood__stop', arguments: {} });
+      // Generous bounds for a loaded machine: the heaps of the daemon and its actor threads grow
+      // with the flood's garbage before they collect it (~100 MB seen), which is not a backlog.
+      expect(peak - before).toBeLessThan(150);
+      expect(Math.max(...slowest)).toBeLessThan(5000);
+      await client.close();
+    } finally {
+      stalled?.destroy();
+      daemon.kill('SIGTERM');
+      await exited;
+      killMarked(mark);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
+});

@@ -1,0 +1,123 @@
+/**
+ * What the actor sends one view on the server's behalf (notifications, progress, resource
+ * updates), throttled before it crosses the view's port: a server that floods cannot fill the
+ * main thread's queue, so the pool's other servers keep their share of it.
+ *
+ * Rule: a message goes out at once while the view's token bucket has a token (refilled at
+ * {@link VIEW_NOTIFICATIONS_PER_SECOND}); past it, messages wait. A waiting message with a key
+ * (progress of one call, updates of one resource) is replaced by a newer one with the same key
+ * (latest wins, in the first one's place); one without a key waits in a queue of at most
+ * {@link VIEW_QUEUE_BOUND}, the oldest dropped past it. When the backlog has drained, one warning
+ * reports how many were dropped and coalesced during that burst.
+ */
+
+/** A view gets this many server messages a second, sustained: far beyond what a person reads. */
+export const VIEW_NOTIFICATIONS_PER_SECOND = 1000;
+/** ... and this many at once after a calm spell (a burst of logs at startup passes untouched). */
+export const VIEW_NOTIFICATION_BURST = 1000;
+/** Messages without a key waiting for the view at most; the oldest is dropped past it. */
+export const VIEW_QUEUE_BOUND = 500;
+/** How often a backlog is sent on (at the bucket's rate). */
+const DRAIN_TICK_MS = 50;
+
+export interface BurstReport {
+  dropped: number;
+  coalesced: number;
+}
+
+export class ViewOutbox {
+  #tokens = VIEW_NOTIFICATION_BURST;
+  #refilledAt = performance.now();
+  readonly #keyed = new Map<string, () => void>();
+  readonly #queue: (() => void)[] = [];
+  #dropped = 0;
+  #coalesced = 0;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #onBurstEnd: (report: BurstReport) => void;
+
+  constructor(onBurstEnd: (report: BurstReport) => void) {
+    this.#onBurstEnd = onBurstEnd;
+  }
+
+  /** Messages waiting now (keyed and not). */
+  get backlog(): number {
+    return this.#keyed.size + this.#queue.length;
+  }
+
+  /** Sends `deliver` now if the rate allows and nothing waits, else keeps it (coalesced by `key`, or bounded). */
+  push(key: string | undefined, deliver: () => void): void {
+    this.#refill();
+    if (this.backlog === 0 && this.#tokens >= 1) {
+      this.#tokens -= 1;
+      deliver();
+      return;
+    }
+    if (key !== undefined) {
+      if (this.#keyed.has(key)) this.#coalesced += 1;
+      this.#keyed.set(key, deliver);
+    } else {
+      this.#queue.push(deliver);
+      if (this.#queue.length > VIEW_QUEUE_BOUND) {
+        this.#queue.shift();
+        this.#dropped += 1;
+      }
+    }
+    this.#timer ??= setInterval(() => this.#drain(), DRAIN_TICK_MS);
+    this.#timer.unref?.();
+  }
+
+  /**
+   * Sends everything waiting now, whatever the rate: before a call's result goes out, so what the
+   * call produced (its last progress above all) reaches the view first. Bounded by the queue.
+   */
+  flush(): void {
+    if (this.backlog === 0) return;
+    this.#tokens = 0;
+    this.#send(Number.POSITIVE_INFINITY);
+  }
+
+  dispose(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#keyed.clear();
+    this.#queue.length = 0;
+  }
+
+  #refill(): void {
+    const now = performance.now();
+    this.#tokens = Math.min(VIEW_NOTIFICATION_BURST, this.#tokens + ((now - this.#refilledAt) * VIEW_NOTIFICATIONS_PER_SECOND) / 1000);
+    this.#refilledAt = now;
+  }
+
+  #drain(): void {
+    this.#refill();
+    const n = Math.floor(this.#tokens);
+    this.#tokens -= this.#send(n);
+  }
+
+  /** Sends up to `n` waiting messages (keyed first: they are few and the freshest); returns how many. */
+  #send(n: number): number {
+    let sent = 0;
+    for (const [key, deliver] of this.#keyed) {
+      if (sent >= n) break;
+      this.#keyed.delete(key);
+      deliver();
+      sent++;
+    }
+    while (sent < n && this.#queue.length > 0) {
+      this.#queue.shift()!();
+      sent++;
+    }
+    if (this.backlog === 0) {
+      if (this.#timer !== undefined) clearInterval(this.#timer);
+      this.#timer = undefined;
+      if (this.#dropped > 0 || this.#coalesced > 0) {
+        const report = { dropped: this.#dropped, coalesced: this.#coalesced };
+        this.#dropped = 0;
+        this.#coalesced = 0;
+        this.#onBurstEnd(report);
+      }
+    }
+    return sent;
+  }
+}

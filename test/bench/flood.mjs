@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+/**
+ * The notification flood, measured on a real daemon: a server sends ~40k `notifications/message`
+ * a second outside any request while one downstream `/mcp` client holds its GET stream open and
+ * never reads it. Reports the daemon's RSS growth, whether (and when) the stalled session was cut
+ * and why, and the latency of calls to another server through another session, during the flood
+ * vs calm. A script, not a test: it reports, it asserts nothing.
+ *
+ *   npm run build && node test/bench/flood.mjs [--seconds 60] [--rate 40000] [--size 0]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  const eq = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return Number(eq?.split('=')[1] ?? (i === -1 ? fallback : process.argv[i + 1]));
+};
+const SECONDS = arg('seconds', 60);
+const RATE = arg('rate', 40_000);
+const SIZE = arg('size', 0);
+const BIN = fileURLToPath(new URL('../../apps/daemon/bin/mcpool.js', import.meta.url));
+const fixture = (name) => fileURLToPath(new URL(`../fixtures/servers/${name}`, import.meta.url));
+const log = (...a) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
+
+const dir = mkdtempSync(join(tmpdir(), 'mcpool-flood-bench-'));
+writeFileSync(
+  join(dir, 'config.json'),
+  JSON.stringify({
+    mcpServers: {
+      flood: { command: process.execPath, args: [fixture('notifyFlood.mjs'), '--marker=flood-bench'], sharing: 'shared' },
+      echo: { command: process.execPath, args: [fixture('echo.mjs'), '--marker=flood-bench'], sharing: 'shared' },
+    },
+    daemon: { port: 0, watchConfig: false },
+  }),
+);
+const env = { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') };
+const daemon = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'config.json'), '--log-level', 'info'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+let out = '';
+daemon.stdout.on('data', (chunk) => (out += chunk));
+daemon.stderr.resume();
+const rssMB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${daemon.pid}/status`, 'utf8'))[1]) / 1024;
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+let stalled;
+try {
+  let url;
+  for (let i = 0; i < 600 && url === undefined; i++) {
+    url = /listening on (http:\/\/[^"\s]+)/.exec(out)?.[1];
+    if (url === undefined) await delay(50);
+  }
+  const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+  const auth = { authorization: `Bearer ${token}` };
+  for (let i = 0; i < 600; i++) {
+    if ((await fetch(`${url}/readyz`, { headers: auth })).status === 200) break;
+    await delay(100);
+  }
+  log('daemon ready at', url);
+  const connect = async () => {
+    const client = new Client({ name: 'flood-bench', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: auth } });
+    await client.connect(transport);
+    return { client, transport };
+  };
+  // The session that stops reading: raw initialize, then a GET stream that is never read.
+  const init = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'stalled', version: '1' } } }),
+  });
+  const sessionId = init.headers.get('mcp-session-id');
+  await init.text();
+  const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+  await fetch(`${url}/mcp`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) }).then((r) => r.text());
+  let streamClosedAt;
+  const t0 = performance.now();
+  stalled = httpRequest(`${url}/mcp`, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } }, (res) => {
+    res.pause();
+    res.once('close', () => (streamClosedAt ??= performance.now()));
+    res.once('error', () => (streamClosedAt ??= performance.now()));
+  });
+  stalled.once('error', () => (streamClosedAt ??= performance.now()));
+  stalled.end();
+
+  const { client } = await connect();
+  const failures = [];
+  const ping = async () => {
+    const started = performance.now();
+    try {
+      await client.callTool({ name: 'echo__echo', arguments: { text: 'x' } }, undefined, { timeout: 30_000 });
+    } catch (error) {
+      failures.push(`${((performance.now() - started) / 1000).toFixed(1)} s: ${error.message}`);
+    }
+    return performance.now() - started;
+  };
+  const calm = [];
+  for (let i = 0; i < 50; i++) calm.push(await ping());
+  log(`calm: echo p50 ${pct(calm, 50).toFixed(1)} ms, p99 ${pct(calm, 99).toFixed(1)} ms`);
+
+  // The flooding server's own session: a second client whose GET stream is read.
+  const { client: starter } = await connect();
+  await starter.callTool({ name: 'flood__start', arguments: { perSecond: RATE, size: SIZE } });
+  const before = rssMB();
+  let peak = before;
+  const flood = [];
+  const started = performance.now();
+  let nextReport = 5;
+  while (performance.now() - started < SECONDS * 1000) {
+    flood.push(await ping());
+    peak = Math.max(peak, rssMB());
+    const elapsed = (performance.now() - started) / 1000;
+    if (elapsed >= nextReport) {
+      log(`t=${elapsed.toFixed(0)}s rss ${rssMB().toFixed(0)} MB (start ${before.toFixed(0)}), echo calls ${flood.length}, stalled stream ${streamClosedAt === undefined ? 'open' : 'closed'}`);
+      nextReport += 5;
+    }
+    await delay(50);
+  }
+  const sent = (await starter.callTool({ name: 'flood__stop', arguments: {} })).content[0].text;
+  const after = rssMB();
+  const cut = out.split('\n').find((l) => l.includes('closing a /mcp session whose client did not read'));
+  const dropped = out.split('\n').filter((l) => l.includes('dropped and coalesced')).length;
+  const result = {
+    seconds: SECONDS,
+    targetRate: RATE,
+    sentBySever: Number(sent),
+    achievedRate: Math.round(Number(sent) / SECONDS),
+    rssStartMB: Math.round(before),
+    rssPeakMB: Math.round(peak),
+    rssEndMB: Math.round(after),
+    rssGrowthMB: Math.round(peak - before),
+    calmEcho: { n: calm.length, p50: +pct(calm, 50).toFixed(1), p99: +pct(calm, 99).toFixed(1) },
+    floodEcho: { n: flood.length, p50: +pct(flood, 50).toFixed(1), p99: +pct(flood, 99).toFixed(1), max: +Math.max(...flood).toFixed(1) },
+    stalledSessionCutAfterS: streamClosedAt === undefined ? null : +((streamClosedAt - t0) / 1000).toFixed(1),
+    cutReasonLogged: cut === undefined ? null : JSON.parse(cut).msg,
+    dropWarnings: dropped,
+    echoFailures: failures,
+    sessionsCut: out.split('\n').filter((l) => l.includes('closing a /mcp session')).map((l) => JSON.parse(l).sessionId === sessionId ? 'the stalled one' : 'another (reading) one'),
+  };
+  console.log(JSON.stringify(result, null, 2));
+  await client.close();
+  await starter.close();
+} finally {
+  stalled?.destroy();
+  daemon.kill('SIGTERM');
+  await new Promise((resolve) => daemon.once('exit', resolve));
+  rmSync(dir, { recursive: true, force: true });
+}
