@@ -174,7 +174,8 @@ export class ViewHub {
     const { conn, generation } = this.#deps.live();
     state.inflight.add(ctx);
     if (args.wantNotifications) this.#listening.add(ctx);
-    const progressKey = `progress:${++this.#calls}`;
+    // Progress of one call coalesces under its own key; a call without progress builds none.
+    const progressKey = args.wantProgress ? `progress:${++this.#calls}` : '';
     const send = (): Promise<Record<string, unknown>> =>
       conn.request(args.method, args.params, {
         view: state.client,
