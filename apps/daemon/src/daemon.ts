@@ -253,13 +253,15 @@ export class Daemon {
     const servers = names.map((name): WorkspaceMcpServer => {
       const live = snapshot.servers[name];
       const config = configured[name];
-      const lastError = this.#warmErrors.get(name);
+      const backoff = live?.spawnBackoff;
+      const lastError = this.#warmErrors.get(name) ?? (backoff === undefined ? undefined : { code: backoff.lastError.code, message: backoff.lastError.message });
       const common = {
         kind: 'mcp_server' as const,
         name,
         configured: config !== undefined,
         ...(config ? { transport: config.transport } : {}),
         ...(lastError ? { lastError: { ...lastError } } : {}),
+        ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
       };
       if (live === undefined) return { ...common, status: lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
       return {

@@ -56,6 +56,8 @@ export interface WorkspaceMcpServer {
   transport?: TransportKind;
   /** The last start failure of the configured server, if its last start failed. */
   lastError?: { code: string; message: string };
+  /** While a failed start keeps the server from being spawned again: when an acquire may spawn it (ISO time; a restart tries at once). */
+  retryAt?: string;
 }
 
 /** The workspace budget cell. Consumers must tolerate other `scope` values. */

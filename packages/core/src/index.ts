@@ -14,6 +14,7 @@ export type {
   PoolSnapshot,
   RestartResult,
   ServerSnapshotSummary,
+  SpawnBackoffSummary,
   SharingDefaultInfo,
 } from './pool.js';
 export type { ActorHostOptions } from './actorHost.js';

@@ -132,6 +132,14 @@ export interface McpTransportPoolOptions {
    * @default { maxRestarts: 5, periodMs: 30000 }
    */
   restartIntensity?: { maxRestarts: number; periodMs: number };
+  /**
+   * After a config's spawn fails, acquires of it fail at once with that error (its code, and
+   * `data.retryAt`) instead of spawning again, for `initialMs`, doubling per consecutive failure
+   * up to `maxMs`: a server that cannot start (an offline `npx`, a missing command) is tried at
+   * this pace however many sessions ask for it. A successful spawn or `restartByName` ends it;
+   * `false` turns it off. @default { initialMs: 1000, maxMs: 30000 }
+   */
+  spawnBackoff?: { initialMs: number; maxMs: number } | false;
   /** Reconnect backoff after a transport loss. @default stdio 3 tries, the first at once, then 500 ms apart; remote 5 tries, 1 s doubling to 16 s */
   reconnect?: { stdio?: ReconnectPolicy; remote?: ReconnectPolicy };
   /**
@@ -197,6 +205,16 @@ export interface ServerSnapshotSummary {
   mcpStatus: 'CONNECTED' | 'CONNECTING' | 'DISCONNECTED';
   entryCount: number;
   entrySummary: EntrySummary[];
+  /** Present while a failed spawn keeps this server from being spawned again (see `spawnBackoff`). */
+  spawnBackoff?: SpawnBackoffSummary;
+}
+
+/** A server whose spawn failed: how often in a row, its last error, and when the next acquire may spawn it. */
+export interface SpawnBackoffSummary {
+  failures: number;
+  /** ISO time from which an acquire spawns it again. */
+  retryAt: string;
+  lastError: WireError;
 }
 
 /** The budget cell, with the live connections split by sharing policy (they add up to `liveCount`). */
@@ -214,6 +232,15 @@ export interface PoolSnapshot {
 }
 
 /** A key whose restarts exceeded the intensity: refused until a manual restart. */
+/** A config whose spawns failed in a row (keyed by name and fingerprint, whoever owned the entry). */
+interface SpawnFailure {
+  serverName: string;
+  failures: number;
+  /** `Date.now()` from which an acquire spawns it again. */
+  retryAt: number;
+  lastError: WireError;
+}
+
 interface TrippedKey {
   serverName: string;
   entryIndex: number;
@@ -324,6 +351,9 @@ export class McpTransportPool {
   #draining = false;
   readonly #tripped = new Map<ConnectionId, TrippedKey>();
   readonly #failures = new Map<ConnectionId, number[]>();
+  /** Configs whose last spawn failed, by `name::fingerprint`: acquires fail fast until `retryAt`. */
+  readonly #spawnFailures = new Map<string, SpawnFailure>();
+  readonly #spawnBackoff: { initialMs: number; maxMs: number } | false;
   /** Teardowns under way per key: a replacement spawns only once the old tree is gone. */
   readonly #retiring = new Map<ConnectionId, Promise<void>>();
   #heartbeat: NodeJS.Timeout | undefined;
@@ -375,6 +405,11 @@ export class McpTransportPool {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.restartIntensity must be { maxRestarts: integer ≥ 0, periodMs: > 0 }');
     }
     this.#reconnect = options.reconnect ?? {};
+    const backoff = options.spawnBackoff ?? { initialMs: 1000, maxMs: 30_000 };
+    if (backoff !== false && (typeof backoff !== 'object' || backoff === null || !(backoff.initialMs >= 0) || !(backoff.maxMs >= backoff.initialMs))) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.spawnBackoff must be false or { initialMs: ≥ 0, maxMs: ≥ initialMs }');
+    }
+    this.#spawnBackoff = backoff;
     this.#reapLeftovers = options.reapLeftovers === true;
     if (this.#reapLeftovers && options.stateDir === false) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.reapLeftovers needs a stateDir, got stateDir: false');
     // No I/O here: the ledger makes its directory when it records its first group.
@@ -425,7 +460,7 @@ export class McpTransportPool {
    * `MCPOOL_ACTOR_CAP_REACHED` (`maxActors` live threads, any budget mode),
    * `MCPOOL_CONFIG_INVALID`, `MCPOOL_INVALID_ARGUMENT` (a `per-principal` server acquired without
    * a principal), `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that spawn gets
-   * the same error; the next acquire tries again), or `MCPOOL_CONNECTION_RELEASED` when
+   * the same error; acquires of that config fail at once with it while `spawnBackoff` lasts, then one spawns again), or `MCPOOL_CONNECTION_RELEASED` when
    * `releaseSession(sessionId)` ran meanwhile.
    *
    * @example
@@ -495,7 +530,10 @@ export class McpTransportPool {
           this.#evict(entry);
           entry = undefined;
         }
-        entry ??= this.#spawn(name, id, config, pooled, sessionId, placement);
+        if (entry === undefined) {
+          this.#assertNoBackoff(name, fp);
+          entry = this.#spawn(name, id, config, pooled, sessionId, placement);
+        }
         const existing = entry.views.get(sessionId);
         if (existing !== undefined) return await shareView(existing, fields);
         // Index before the await: a releaseSession that runs meanwhile sees this acquire.
@@ -579,7 +617,14 @@ export class McpTransportPool {
       server.entryCount += 1;
       server.entrySummary.push({ entryIndex: tripped.entryIndex, refs: 0, status: 'failed', ...placementFields(tripped.placement) });
     }
+    const now = Date.now();
+    for (const failure of this.#spawnFailures.values()) {
+      if (failure.retryAt <= now) continue;
+      const server = (servers[failure.serverName] ??= { name: failure.serverName, status: 'failed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
+      server.spawnBackoff = { failures: failure.failures, retryAt: new Date(failure.retryAt).toISOString(), lastError: failure.lastError };
+    }
     for (const server of Object.values(servers)) {
+      if (server.entrySummary.length === 0) continue;
       server.entrySummary.sort((a, b) => a.entryIndex - b.entryIndex);
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
       server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
@@ -597,6 +642,8 @@ export class McpTransportPool {
    */
   async restartByName(name: string, options: { entryIndex?: number } = {}): Promise<RestartResult[]> {
     if (this.#draining) return [];
+    // An operator's restart is the "try now" a backing-off server waits for.
+    for (const [key, failure] of this.#spawnFailures) if (failure.serverName === name) this.#spawnFailures.delete(key);
     const wanted = (entryIndex: number): boolean => options.entryIndex === undefined || options.entryIndex === entryIndex;
     const work: Promise<RestartResult>[] = [];
     for (const entry of this.#entries.values()) {
@@ -839,6 +886,7 @@ export class McpTransportPool {
       era: this.#eras.get(fingerprint(config))?.era,
     };
     const started = Date.now();
+    const spawnKey = connectionIdOf(name, fingerprint(config));
     // A replacement starts only once its predecessor's process tree is gone (bounded).
     const previous = this.#retiring.get(id);
     entry.ready = (previous === undefined ? Promise.resolve() : withDeadline(previous, this.#options.shutdownStepMs * 2 + 3000))
@@ -849,12 +897,14 @@ export class McpTransportPool {
         // The server is up: the helpers it started by now join its group's record.
         void this.#ledger?.refresh();
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
+        this.#spawnFailures.delete(spawnKey);
         entry.era = result.era ?? entry.era;
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
       })
       .catch(async (error: unknown) => {
         const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
         entry.lastError = failure.toWire();
+        this.#recordSpawnFailure(spawnKey, name, entry.lastError);
         // The cached era may be what failed: the next spawn of this config probes again.
         this.#eras.forget(fingerprint(config));
         this.#setStatus(entry, 'failed');
@@ -865,6 +915,29 @@ export class McpTransportPool {
         throw failure;
       });
     return entry;
+  }
+
+  /** Rejects an acquire that would spawn a config still backing off after a failed spawn, with that spawn's error. */
+  #assertNoBackoff(name: string, fp: string): void {
+    const failure = this.#spawnFailures.get(connectionIdOf(name, fp));
+    if (failure === undefined) return;
+    const waitMs = failure.retryAt - Date.now();
+    if (waitMs <= 0) return;
+    const { code, message } = failure.lastError;
+    throw new PoolError(
+      code,
+      `${name} failed to start ${failure.failures === 1 ? 'once' : `${failure.failures} times in a row`} and is not tried again for ${Math.ceil(waitMs / 1000)} s (restart it to try now): ${message}`,
+      { data: { serverName: name, failures: failure.failures, retryAt: new Date(failure.retryAt).toISOString(), lastError: failure.lastError } },
+    );
+  }
+
+  #recordSpawnFailure(key: string, name: string, lastError: WireError): void {
+    if (this.#spawnBackoff === false) return;
+    // Not the server's fault: the next acquire may spawn at once.
+    if (lastError.code === ErrorCode.CONNECTION_RELEASED || lastError.code === ErrorCode.POOL_DRAINING) return;
+    const failures = (this.#spawnFailures.get(key)?.failures ?? 0) + 1;
+    const delay = Math.min(this.#spawnBackoff.maxMs, this.#spawnBackoff.initialMs * 2 ** Math.min(failures - 1, 30));
+    this.#spawnFailures.set(key, { serverName: name, failures, retryAt: Date.now() + delay, lastError });
   }
 
   async #attach(entry: PoolEntry, sessionId: string, fields: SessionFields, client: ViewClientInfo | undefined): Promise<PooledConnection> {

@@ -42,10 +42,10 @@ describe('sharing', () => {
     expect(pool.getSnapshot().budget.liveCount).toBe(1);
   });
 
-  it('a failing spawn rejects all five waiters with the same error, stores nothing, and the next acquire retries', async () => {
+  it('a failing spawn rejects all five waiters with the same error, stores no entry, and the first acquire after its backoff retries', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mcpool-spawnfail-'));
     try {
-      const pool = newPool();
+      const pool = newPool({ spawnBackoff: { initialMs: 300, maxMs: 300 } });
       const mark = newMark('spawnfail');
       const script = join(dir, 'server.mjs');
       const cfg = { command: process.execPath, args: [script, mark] };
@@ -56,10 +56,11 @@ describe('sharing', () => {
       expect(errors.every((error) => error instanceof PoolError && error.code === ErrorCode.SPAWN_FAILED)).toBe(true);
       expect(new Set(errors).size).toBe(1);
       expect(errors[0]!.message).toMatch(/Cannot find module|exited/);
-      expect(pool.getSnapshot().servers).toEqual({});
+      expect(pool.getSnapshot().servers).toEqual({ late: expect.objectContaining({ entryCount: 0, entrySummary: [], spawnBackoff: expect.objectContaining({ failures: 1 }) }) });
       expect(pool.getSnapshot().budget.liveCount).toBe(0);
 
-      // 2. Now it exists: the next acquire spawns again and succeeds.
+      // 2. Now it exists: once the backoff is over, the next acquire spawns again and succeeds.
+      await new Promise((resolve) => setTimeout(resolve, 400));
       writeFileSync(script, `await import(${JSON.stringify(FIXTURES + 'echo.mjs')});\n`);
       const view = await pool.acquire('late', cfg, 'a');
       expect(view.tools.map((tool) => tool.name)).toContain('echo');

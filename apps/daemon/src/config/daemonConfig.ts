@@ -93,6 +93,14 @@ export interface DaemonSettings {
   watchConfig: boolean;
   /** A `/mcp` session with no request for this long (and none under way) is closed. @default 1800000 */
   mcpSessionTtlMs: number;
+  /**
+   * How long a new `/mcp` session's `initialize` waits for a server that is not ready yet (one
+   * window per server, shared by the sessions that open meanwhile: a server still starting, or
+   * hanging, delays sessions by this much once, not each of them). A server that comes up later
+   * joins the open sessions with `list_changed`. `/mcp/<server>` always waits for its one server.
+   * @default 2000
+   */
+  mcpJoinWaitMs: number;
   /** Largest request body on `/mcp` (tool arguments can be big). @default 4194304 */
   mcpBodyLimitBytes: number;
   /** Open `/mcp` sessions at most, all clients together; an initialize beyond it gets 503 (`MCPOOL_SESSION_CAP_REACHED`). @default 1000 */
@@ -168,6 +176,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   logMaxBytes: 10 * 1024 * 1024,
   watchConfig: true,
   mcpSessionTtlMs: 30 * 60 * 1000,
+  mcpJoinWaitMs: 2000,
   mcpBodyLimitBytes: 4 * 1024 * 1024,
   mcpMaxSessions: 1000,
   mcpMaxSessionsPerClient: 250,
@@ -222,6 +231,7 @@ export const daemonSectionSchema = z
     logMaxBytes: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
     watchConfig: z.boolean(),
     mcpSessionTtlMs: z.number().int().min(100).max(7 * 24 * 3600 * 1000),
+    mcpJoinWaitMs: z.number().int().min(0).max(300_000),
     mcpBodyLimitBytes: z.number().int().min(1024).max(64 * 1024 * 1024),
     mcpMaxSessions: z.number().int().min(1).max(100_000),
     mcpMaxSessionsPerClient: z.number().int().min(1).max(100_000),
@@ -262,6 +272,7 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_ALLOWED_ORIGINS: { path: ['allowedOrigins'], parse: list },
   MCPOOL_LOG_LEVEL: { path: ['logLevel'], parse: String },
   MCPOOL_MCP_SESSION_TTL_MS: { path: ['mcpSessionTtlMs'], parse: Number },
+  MCPOOL_MCP_JOIN_WAIT_MS: { path: ['mcpJoinWaitMs'], parse: Number },
   MCPOOL_MCP_MAX_SESSIONS: { path: ['mcpMaxSessions'], parse: Number },
   MCPOOL_MCP_MAX_SESSIONS_PER_CLIENT: { path: ['mcpMaxSessionsPerClient'], parse: Number },
   MCPOOL_MAX_SESSIONS_PER_CLIENT: { path: ['maxSessionsPerClient'], parse: Number },

@@ -83,6 +83,11 @@ export class Gateway {
   #openingTotal = 0;
   #reaper: NodeJS.Timeout | undefined;
   #closed = false;
+  /**
+   * Since when new sessions have been waiting for a server that was not ready, by name: the
+   * sessions that open meanwhile share one join window, so a hanging server delays them once.
+   */
+  readonly #joinWaits = new Map<string, number>();
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
@@ -219,7 +224,9 @@ export class Gateway {
         },
         { id: randomUUID(), principalId: principal.id, scope, servers, client: declaredClient(body.params) },
       );
-      await session.acquireAll();
+      // The one server of `/mcp/<server>` is waited for; the aggregate opens with those ready in time.
+      if (scope === undefined) await session.acquireReady((name) => this.#joinDeadline(name), (name) => this.#joinWaits.delete(name));
+      else await session.acquireAll();
       if (scope !== undefined && !session.servers[0]!.ok) {
         const error = session.servers[0]!.error;
         await session.close('its server did not start');
@@ -249,6 +256,13 @@ export class Gateway {
     // Refused by the transport (a bad header): nothing was opened.
     if (!this.#sessions.has(session.id)) await session.close('initialize refused');
     return reply;
+  }
+
+  /** When a new session stops waiting for `name`: the end of the window the first waiting session opened. */
+  #joinDeadline(name: string): number {
+    let since = this.#joinWaits.get(name);
+    if (since === undefined) this.#joinWaits.set(name, (since = Date.now()));
+    return since + this.#daemon.settings.mcpJoinWaitMs;
   }
 
   /** Open sessions of one client (O(open sessions): bounded by `mcpMaxSessions`). */
@@ -290,6 +304,7 @@ export class Gateway {
     });
     try {
       await session.transport.handleRequest(request.raw, raw, request.body);
+      if (request.method === 'GET' && raw.statusCode === 200 && !raw.writableEnded) session.streamOpened();
     } catch (error) {
       this.#logger.error({ sessionId: session.id, err: error }, 'gateway request failed');
       if (!raw.headersSent) {

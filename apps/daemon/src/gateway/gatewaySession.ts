@@ -124,6 +124,8 @@ export class GatewaySession {
   #caps: ServerCapabilities = {};
   #transport: StreamableHTTPServerTransport | undefined;
   #logLevel: LogLevel | undefined;
+  /** A server joined after the session started (its `list_changed` may have found no stream). */
+  #joinedLate = false;
   #closing: Promise<void> | undefined;
   readonly #slots = new Map<string, Slot>();
   /** uri → the server it was subscribed on. */
@@ -183,6 +185,44 @@ export class GatewaySession {
   /** Acquires every server of the session (in parallel); a failure is kept in its slot. */
   async acquireAll(): Promise<void> {
     await Promise.all([...this.#slots.values()].map((slot) => this.#acquire(slot)));
+  }
+
+  /**
+   * Acquires every server of the session (in parallel), waiting for each only until
+   * `deadlineOf(name)` (`Date.now()` time): a server still starting then is left to join the
+   * open session later, with `list_changed`. `onSettled(name)` runs when an acquire ends either way.
+   */
+  async acquireReady(deadlineOf: (name: string) => number, onSettled: (name: string) => void): Promise<void> {
+    const timers: NodeJS.Timeout[] = [];
+    try {
+      await Promise.all(
+        [...this.#slots.values()].map((slot) => {
+          const acquired = this.#acquire(slot).finally(() => onSettled(slot.name));
+          const waitMs = deadlineOf(slot.name) - Date.now();
+          if (waitMs <= 0) return slot.view === undefined ? Promise.resolve() : acquired;
+          return Promise.race([acquired, new Promise<void>((resolve) => timers.push(setTimeout(resolve, waitMs)))]);
+        }),
+      );
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
+  }
+
+  /** Servers of the session still being acquired (they join when ready). */
+  get joining(): number {
+    let count = 0;
+    for (const slot of this.#slots.values()) if (slot.view === undefined && slot.acquiring !== undefined) count += 1;
+    return count;
+  }
+
+  /**
+   * The client opened its GET stream. A server that joined after `initialize` was announced with
+   * `list_changed`, which the transport drops while no GET stream is open: announce it again, so
+   * a client that listed before the join and opened its stream after it still learns of it.
+   */
+  streamOpened(): void {
+    if (!this.#joinedLate) return;
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
   }
 
   /**
@@ -268,7 +308,6 @@ export class GatewaySession {
   #acquire(slot: Slot): Promise<PooledConnection | undefined> {
     if (slot.view !== undefined) return Promise.resolve(slot.view);
     slot.acquiring ??= (async () => {
-      const started = this.#server !== undefined;
       try {
         const config = this.#deps.config(slot.name);
         if (config === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
@@ -287,7 +326,10 @@ export class GatewaySession {
         slot.error = undefined;
         this.#wire(slot, view);
         // A server that joins a running session changes what it can list.
-        if (started) for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
+        if (this.#server !== undefined) {
+          this.#joinedLate = true;
+          for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
+        }
         return view;
       } catch (error) {
         slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
@@ -392,10 +434,12 @@ export class GatewaySession {
     const caps = this.#views().map(({ view }) => view.capabilities as ServerCapabilities);
     const has = (kind: keyof ServerCapabilities) => caps.some((c) => c[kind] !== undefined && c[kind] !== null);
     const out: ServerCapabilities = {};
+    // A server still joining may bring any of the lists: they are declared (empty until it does).
+    const joining = this.joining > 0;
     // The aggregating endpoint always has tools (possibly none yet); list changes are forwarded.
     if (this.scope === undefined || has('tools')) out.tools = { listChanged: true };
-    if (has('prompts')) out.prompts = { listChanged: true };
-    if (has('resources')) out.resources = { listChanged: true, ...(caps.some((c) => c.resources?.subscribe === true) ? { subscribe: true } : {}) };
+    if (joining || has('prompts')) out.prompts = { listChanged: true };
+    if (joining || has('resources')) out.resources = { listChanged: true, ...(caps.some((c) => c.resources?.subscribe === true) ? { subscribe: true } : {}) };
     if (has('logging')) out.logging = {};
     if (has('completions')) out.completions = {};
     return out;

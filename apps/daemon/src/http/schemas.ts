@@ -78,6 +78,7 @@ export const workspaceMcpSchema = z.object({
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
       lastError: plainError.optional(),
+      retryAt: z.string().optional(),
     }).strict(),
   ),
   budget: z.object({
