@@ -122,12 +122,19 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
       }
     });
 
-  clientOptions(program.command('sessions').description('list the daemon sessions'))
+  clientOptions(program.command('sessions').description('list the daemon sessions, REST and /mcp; or end one'))
     .option('--json', 'print the raw JSON answer')
-    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean }) => {
+    .option('--close <id>', 'end the session with this id (REST or /mcp)')
+    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean; close?: string }) => {
       const client = await connect(options, io);
-      const sessions = await client.listSessions();
-      io.stdout(options.json ? JSON.stringify({ sessions }, null, 2) : formatSessions(sessions));
+      if (options.close !== undefined) {
+        await client.closeWorkspaceSession(options.close);
+        io.stdout(`session ${options.close} ended`);
+        return;
+      }
+      const [sessions, all] = await Promise.all([client.listSessions(), client.listWorkspaceSessions()]);
+      const mcpSessions = all.filter((session) => session.kind === 'mcp');
+      io.stdout(options.json ? JSON.stringify({ sessions, mcpSessions }, null, 2) : formatSessions(sessions, mcpSessions));
     });
 
   program

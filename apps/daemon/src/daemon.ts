@@ -145,6 +145,7 @@ export class Daemon {
   #warmStarted = false;
   /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
   #mcpSessions: () => number = () => 0;
+  #mcpSessionsByClient: () => Map<string, number> = () => new Map();
   #accepting = true;
   #chain: Promise<unknown> = Promise.resolve();
   #closing: Promise<DrainAllResult> | undefined;
@@ -185,15 +186,17 @@ export class Daemon {
       health: () => this.pool.getHealth(),
       sessions: () => this.#sessions.size,
       mcpSessions: () => this.#mcpSessions(),
+      mcpSessionsByClient: () => this.#mcpSessionsByClient(),
       injectedServers: () => this.#injectedLive(),
       settings: () => this.#settings,
       eventSubscribers: () => this.events.subscribers,
     });
   }
 
-  /** The `/mcp` gateway tells the daemon how to count its sessions (for status and metrics). */
-  countMcpSessionsWith(count: () => number): void {
+  /** The `/mcp` gateway tells the daemon how to count its sessions, all and per client (for status and metrics). */
+  countMcpSessionsWith(count: () => number, byClient: () => Map<string, number>): void {
     this.#mcpSessions = count;
+    this.#mcpSessionsByClient = byClient;
   }
 
   /**
@@ -590,6 +593,12 @@ export class Daemon {
       this.#inFlight.delete(controller);
       session.lastActivityAt = Date.now();
     }
+  }
+
+  /** Whether `principal` may see the REST session `id` (its own, or any for the operator). */
+  hasSession(principal: Principal, id: string): boolean {
+    const session = this.#sessions.get(id);
+    return session !== undefined && (session.clientId === principal.id || principal.id === OPERATOR_ID);
   }
 
   #owned(principal: Principal, id: string): DaemonSession {

@@ -13,6 +13,8 @@ export interface MetricsSource {
   sessions(): number;
   /** Open `/mcp` sessions. */
   mcpSessions(): number;
+  /** Open `/mcp` sessions by the client (token id) that opened them. */
+  mcpSessionsByClient(): Map<string, number>;
   /** Injected servers held by open REST sessions. */
   injectedServers(): number;
   settings(): Readonly<DaemonSettings>;
@@ -128,6 +130,17 @@ export class DaemonMetrics {
       registers,
       collect() {
         this.set(source.mcpSessions());
+      },
+    });
+    new Gauge({
+      name: 'mcpool_mcp_client_sessions',
+      help: 'Open /mcp sessions per client (daemon.mcpMaxSessionsPerClient bounds each).',
+      labelNames: ['client'],
+      registers,
+      collect() {
+        // Clients whose sessions all closed drop out instead of staying at 0 forever.
+        this.reset();
+        for (const [client, count] of source.mcpSessionsByClient()) this.set({ client }, count);
       },
     });
     new Gauge({

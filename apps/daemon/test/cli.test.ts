@@ -120,7 +120,10 @@ describe('client commands', () => {
     const { out } = await run(['sessions']);
     expect(out).toContain(session.id);
     expect(out).toMatch(/operator\s+\S+\s+cli\s+echo#0, web \(failed\)/);
-    expect(JSON.parse((await run(['sessions', '--json'])).out).sessions).toHaveLength(1);
+    expect(JSON.parse((await run(['sessions', '--json'])).out)).toMatchObject({ sessions: [{ id: session.id }], mcpSessions: [] });
+    expect(await run(['sessions', '--close', session.id])).toMatchObject({ code: 0, out: `session ${session.id} ended` });
+    expect((await run(['sessions'])).out).toBe('(no sessions)');
+    expect(await run(['sessions', '--close', session.id])).toMatchObject({ code: 1, err: expect.stringContaining('404 MCPOOL_NOT_FOUND') });
   });
 
   it('a failed request exits 1 with the daemon’s code; a bad token too', async () => {

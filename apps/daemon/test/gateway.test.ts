@@ -342,6 +342,43 @@ describe('sessions', () => {
     expect((await del(ALICE)).status).toBe(200);
     expect((await list('/mcp/echo', ALICE)).status).toBe(404);
   });
+
+  it('are listed in /workspace/sessions and counted per client in /metrics, and the REST API ends them: the operator any, a client its own', async () => {
+    const alices = [await openRawSession(base, '/mcp/echo', ALICE), await openRawSession(base, '/mcp', ALICE)];
+    const bobs = await openRawSession(base, '/mcp', BOB);
+    const listed = (await h.request({ method: 'GET', url: '/workspace/sessions' })).json<{ sessions: { kind: string; id: string; clientId: string; scope?: string }[] }>().sessions;
+    expect(listed).toEqual(expect.arrayContaining([
+      expect.objectContaining({ kind: 'mcp', id: alices[0], clientId: 'alice', scope: 'echo' }),
+      expect.objectContaining({ kind: 'mcp', id: alices[1], clientId: 'alice' }),
+      expect.objectContaining({ kind: 'mcp', id: bobs, clientId: 'bob' }),
+    ]));
+    const metrics = (await h.request({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).toMatch(/^mcpool_mcp_client_sessions\{client="alice"\} 2$/m);
+    expect(metrics).toMatch(/^mcpool_mcp_client_sessions\{client="bob"\} 1$/m);
+
+    const end = (id: string, token: string) => h.request({ method: 'DELETE', url: `/workspace/sessions/${id}`, token });
+    // Another client's session does not exist for bob; a read-only client may end nothing.
+    expect((await end(alices[0]!, BOB)).statusCode).toBe(404);
+    expect((await end(alices[0]!, ALICE)).statusCode).toBe(403);
+    expect((await end(bobs, BOB)).statusCode).toBe(204);
+    expect((await end(alices[0]!, h.token)).statusCode).toBe(204);
+    expect((await end(alices[0]!, h.token)).statusCode).toBe(404);
+    const tools = (id: string, path: string, token: string) =>
+      raw(base, {
+        path,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-session-id': id, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      });
+    expect((await tools(alices[0]!, '/mcp/echo', ALICE)).status).toBe(404);
+    expect((await tools(bobs, '/mcp', BOB)).status).toBe(404);
+    expect((await tools(alices[1]!, '/mcp', ALICE)).status).toBe(200);
+    expect((await h.request({ method: 'GET', url: '/metrics' })).body).not.toMatch(/^mcpool_mcp_client_sessions\{client="bob"\}/m);
+    // A REST session ends through the same route.
+    const rest = (await h.request({ method: 'POST', url: '/sessions', payload: {} })).json<{ id: string }>();
+    expect((await end(rest.id, h.token)).statusCode).toBe(204);
+    expect((await h.request({ method: 'GET', url: `/sessions/${rest.id}` })).statusCode).toBe(404);
+    expect((await end(alices[1]!, h.token)).statusCode).toBe(204);
+  });
 });
 
 describe('HTTP refusals', () => {

@@ -19,6 +19,8 @@ import type {
   ToolCallRequest,
   ToolCallResponse,
   WorkspaceMcpStatus,
+  WorkspaceSession,
+  WorkspaceSessionList,
 } from './types.js';
 
 export interface McpoolClientOptions {
@@ -140,6 +142,16 @@ export class McpoolClient {
   /** `DELETE /sessions/:id`: releases the session's pool references. Unknown id: 404. */
   async deleteSession(id: string, options?: RequestOptions): Promise<void> {
     await this.#request('DELETE', `/sessions/${encodeURIComponent(id)}`, undefined, options);
+  }
+
+  /** `GET /workspace/sessions`: every session, REST and `/mcp`, with its client and servers. */
+  async listWorkspaceSessions(options?: RequestOptions): Promise<WorkspaceSession[]> {
+    return (await this.#json<WorkspaceSessionList>('GET', '/workspace/sessions', undefined, options)).sessions;
+  }
+
+  /** `DELETE /workspace/sessions/:id`: ends a REST or `/mcp` session (the operator: any; a client: its own). Unknown id: 404. */
+  async closeWorkspaceSession(id: string, options?: RequestOptions): Promise<void> {
+    await this.#request('DELETE', `/workspace/sessions/${encodeURIComponent(id)}`, undefined, options);
   }
 
   /** `POST /sessions/:id/tools/call`: calls a tool through the session's filtered view. */

@@ -61,4 +61,6 @@ export type {
   WorkspaceMcpServer,
   WorkspaceLimits,
   WorkspaceMcpStatus,
+  WorkspaceSession,
+  WorkspaceSessionList,
 } from './types.js';

@@ -176,6 +176,25 @@ export interface SessionList {
   sessions: SessionInfo[];
 }
 
+/** One session of `GET /workspace/sessions`: a REST session or a `/mcp` one. */
+export interface WorkspaceSession {
+  kind: 'rest' | 'mcp';
+  id: string;
+  /** The client (token) that opened it: `operator` for the daemon's own token. */
+  clientId: string;
+  label?: string;
+  /** `/mcp/<server>` sessions: that server. */
+  scope?: string;
+  createdAt: string;
+  lastActivityAt: string;
+  servers: { name: string; status: 'connected' | 'connecting' | 'disconnected' | 'failed' | 'released' }[];
+}
+
+/** `GET /workspace/sessions`: REST sessions first, each kind oldest first. */
+export interface WorkspaceSessionList {
+  sessions: WorkspaceSession[];
+}
+
 /** `POST /sessions/:id/tools/call` body. */
 export interface ToolCallRequest {
   server: string;

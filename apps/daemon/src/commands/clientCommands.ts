@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
-import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type ReloadResult, type RestartResponse, type SessionInfo, type WorkspaceMcpStatus } from '@mcpool/client';
+import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type ReloadResult, type RestartResponse, type SessionInfo, type WorkspaceMcpStatus, type WorkspaceSession } from '@mcpool/client';
 import { readOperatorToken } from '../auth.js';
 import { DEFAULT_SETTINGS, parseJsonDocument, resolveSettings } from '../config/daemonConfig.js';
 import { discoverConfig } from '../config/discovery.js';
@@ -138,12 +138,24 @@ export async function stopDaemon(client: ConnectedClient): Promise<{ stopped: bo
   return { stopped: false, waitedMs: Date.now() - started };
 }
 
-export function formatSessions(sessions: SessionInfo[]): string {
-  if (sessions.length === 0) return '(no sessions)';
-  const rows = [['ID', 'CLIENT', 'CREATED', 'LABEL', 'SERVERS']];
-  for (const session of sessions) {
-    const servers = session.servers.map((server) => `${server.name}${server.injected ? '*' : ''}${server.entryIndex === undefined ? '' : `#${server.entryIndex}`}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
-    rows.push([session.id, session.clientId, session.createdAt, session.label ?? '-', servers || '-']);
+export function formatSessions(sessions: SessionInfo[], mcpSessions: WorkspaceSession[] = []): string {
+  if (sessions.length === 0 && mcpSessions.length === 0) return '(no sessions)';
+  const out: string[] = [];
+  if (sessions.length > 0) {
+    const rows = [['ID', 'CLIENT', 'CREATED', 'LABEL', 'SERVERS']];
+    for (const session of sessions) {
+      const servers = session.servers.map((server) => `${server.name}${server.injected ? '*' : ''}${server.entryIndex === undefined ? '' : `#${server.entryIndex}`}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
+      rows.push([session.id, session.clientId, session.createdAt, session.label ?? '-', servers || '-']);
+    }
+    out.push(`${table(rows)}\n(* injected by the session)`);
   }
-  return `${table(rows)}\n(* injected by the session)`;
+  if (mcpSessions.length > 0) {
+    const rows = [['/MCP SESSION', 'CLIENT', 'CREATED', 'LAST USED', 'ENDPOINT', 'SERVERS']];
+    for (const session of mcpSessions) {
+      const servers = session.servers.map((server) => `${server.name}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
+      rows.push([session.id, session.clientId, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
+    }
+    out.push(table(rows));
+  }
+  return out.join('\n\n');
 }

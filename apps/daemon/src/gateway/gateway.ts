@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
 import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
-import type { Principal } from '../auth.js';
+import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
 import { ANONYMOUS_ID, accessOf } from './access.js';
@@ -103,7 +103,7 @@ export class Gateway {
     const ttl = settings.mcpSessionTtlMs;
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
-    this.#daemon.countMcpSessionsWith(() => this.#sessions.size);
+    this.#daemon.countMcpSessionsWith(() => this.#sessions.size, () => this.countByClient());
   }
 
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
@@ -127,6 +127,26 @@ export class Gateway {
         active: session.active,
         servers: session.serverStates,
       }));
+  }
+
+  /**
+   * Ends the `/mcp` session `id` for `principal` (the operator may end any; a client only its
+   * own): its streams end and its pool session is released. False when there is no such session
+   * for this principal (another client's session does not exist for it).
+   */
+  async closeSession(principal: Principal, id: string): Promise<boolean> {
+    const session = this.#sessions.get(id);
+    if (session === undefined || session.closed || (session.principalId !== principal.id && principal.id !== OPERATOR_ID)) return false;
+    this.#logger.debug({ sessionId: id, client: session.principalId, by: principal.id }, 'gateway session closed through the REST API');
+    await session.close('closed through the REST API');
+    return true;
+  }
+
+  /** Open sessions per client (for `/metrics`). */
+  countByClient(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const session of this.#sessions.values()) if (!session.closed) counts.set(session.principalId, (counts.get(session.principalId) ?? 0) + 1);
+    return counts;
   }
 
   /** Registers `/mcp` and `/mcp/:server` on `app`. */

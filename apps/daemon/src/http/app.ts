@@ -28,8 +28,8 @@ import {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './schemas.js';
-import { Gateway, gatewayRefusalBody, isGatewayUrl, type GatewaySessionInfo } from '../gateway/gateway.js';
-import { observeRoutes } from './observeRoutes.js';
+import { Gateway, gatewayRefusalBody, isGatewayUrl } from '../gateway/gateway.js';
+import { observeRoutes, type McpSessionsAccess } from './observeRoutes.js';
 import { limitConnectionsPerAddress, securityHook, securityPolicy, serverTimeouts, type SecurityPolicy } from './security.js';
 import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
@@ -70,7 +70,7 @@ interface Route extends RouteDoc {
 }
 
 /** The routes, in one table: registration and `/openapi.json` both read it. */
-function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>, stop: (reason: string) => void, mcpSessions: () => GatewaySessionInfo[]): Route[] {
+function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<string, unknown>, stop: (reason: string) => void, mcpSessions: McpSessionsAccess): Route[] {
   const principal = (request: FastifyRequest) => request.principal!;
   return [
     {
@@ -321,7 +321,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   let document: Record<string, unknown> | undefined;
-  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop, () => gateway.list());
+  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop, { list: () => gateway.list(), close: (principal, id) => gateway.closeSession(principal, id) });
   for (const route of table) {
     app.route({ method: route.method, url: route.url, config: { right: route.right, ...(route.public ? { public: true } : {}) }, handler: route.handler });
   }
@@ -332,5 +332,5 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /** The documented routes (for tests comparing them with what fastify registered). */
 export function routeTable(daemon: Daemon, redactor: SecretRedactor): RouteDoc[] {
-  return routes(daemon, redactor, () => ({}), () => undefined, () => []).map(({ handler: _handler, ...doc }) => doc);
+  return routes(daemon, redactor, () => ({}), () => undefined, { list: () => [], close: () => Promise.resolve(false) }).map(({ handler: _handler, ...doc }) => doc);
 }

@@ -8,6 +8,8 @@ import { z } from 'zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Daemon } from '../daemon.js';
 import type { GatewaySessionInfo } from '../gateway/gateway.js';
+import type { Principal } from '../auth.js';
+import { DaemonErrorCode, HttpError } from './errors.js';
 import type { RouteDoc } from './openapi.js';
 import { parseInput } from './schemas.js';
 
@@ -63,6 +65,13 @@ export interface ObserveRoute extends RouteDoc {
 }
 
 /** Both kinds of session, REST first, each oldest first. */
+/** What the routes need of the `/mcp` gateway's sessions. */
+export interface McpSessionsAccess {
+  list(): GatewaySessionInfo[];
+  /** Ends one for `principal`; false when it has no such session. */
+  close(principal: Principal, id: string): Promise<boolean>;
+}
+
 export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySessionInfo[]): WorkspaceSessions {
   const rest = daemon.listSessionActivity().map((session) => ({
     kind: 'rest' as const,
@@ -86,7 +95,7 @@ export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySess
   return { sessions: [...rest.sort(byAge), ...mcp.sort(byAge)] };
 }
 
-export function observeRoutes(daemon: Daemon, mcpSessions: () => GatewaySessionInfo[]): ObserveRoute[] {
+export function observeRoutes(daemon: Daemon, mcp: McpSessionsAccess): ObserveRoute[] {
   return [
     {
       method: 'GET',
@@ -94,7 +103,22 @@ export function observeRoutes(daemon: Daemon, mcpSessions: () => GatewaySessionI
       summary: 'Every session, REST (`kind: rest`) and `/mcp` (`kind: mcp`): its client, its servers, when it was opened and last used',
       right: 'read',
       responses: { 200: { description: 'The sessions', schema: workspaceSessionsSchema } },
-      handler: () => workspaceSessions(daemon, mcpSessions),
+      handler: () => workspaceSessions(daemon, () => mcp.list()),
+    },
+    {
+      method: 'DELETE',
+      url: '/workspace/sessions/:id',
+      summary: 'End a session of either kind: a REST session releases its pool references, a `/mcp` session also ends its streams (the operator may end any; a client only its own)',
+      right: 'write',
+      responses: { 204: { description: 'Ended' } },
+      errors: [404],
+      handler: async (request, reply) => {
+        const { id } = request.params as { id: string };
+        const principal = request.principal!;
+        if (daemon.hasSession(principal, id)) await daemon.deleteSession(principal, id);
+        else if (!(await mcp.close(principal, id))) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
+        return reply.code(204).send();
+      },
     },
     {
       method: 'GET',
