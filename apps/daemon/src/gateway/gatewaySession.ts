@@ -32,6 +32,7 @@ import {
 } from '@mcpool/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
@@ -60,8 +61,22 @@ const HANDLED_ELSEWHERE = new Set([
 ]);
 
 /** A request schema that keeps every field as sent (the SDK's own schemas strip unknown ones). */
-const loose = (method: string) => z.object({ method: z.literal(method), params: z.looseObject({}).optional() });
+/** One request schema per method for the whole process: a zod schema costs kilobytes, and every session registers the same ones. */
+const LOOSE_REQUESTS = new Map<string, z.ZodObject<{ method: z.ZodLiteral<string>; params: z.ZodOptional<z.ZodObject<Record<string, never>, z.core.$loose>> }>>();
+const loose = (method: string) => {
+  let schema = LOOSE_REQUESTS.get(method);
+  if (schema === undefined) LOOSE_REQUESTS.set(method, (schema = z.object({ method: z.literal(method), params: z.looseObject({}).optional() })));
+  return schema;
+};
 const LOOSE_RESULT = z.looseObject({});
+
+/**
+ * The SDK `Server` builds an Ajv instance (with its formats) per server unless given one, some
+ * tens of kilobytes for each held session; one per process serves them all (a validator keeps no
+ * per-session state, and this relay only validates through it what the SDK itself asks).
+ */
+let validator: AjvJsonSchemaValidator | undefined;
+const sharedValidator = (): AjvJsonSchemaValidator => (validator ??= new AjvJsonSchemaValidator());
 
 export interface GatewaySessionDeps {
   pool: McpTransportPool;
@@ -242,6 +257,7 @@ export class GatewaySession {
     this.#caps = this.#capabilities();
     const server = new Server(first?.serverInfo ?? { name: 'mcpool', version: this.#deps.version }, {
       capabilities: this.#caps,
+      jsonSchemaValidator: sharedValidator(),
       ...(instructions ? { instructions } : {}),
     });
     this.#register(server);
