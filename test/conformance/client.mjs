@@ -89,7 +89,11 @@ try {
     stderr: 'inherit',
   });
   await client.connect(transport);
-  const { tools } = await client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
+  // An upstream's errors are part of what the scenario judges, not failures of this driver.
+  const tools = await client.listTools(undefined, { timeout: CALL_TIMEOUT_MS }).then(
+    (result) => result.tools,
+    (error) => (log(`tools/list → error ${error.message}`), []),
+  );
   log(`tools: ${tools.map((t) => t.name).join(', ') || '(none)'}`);
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}');
   const calls = Array.isArray(context.toolCalls)
@@ -100,7 +104,6 @@ try {
       const result = await client.callTool(call, undefined, { timeout: CALL_TIMEOUT_MS });
       log(`${call.name} → ${JSON.stringify(result).slice(0, 300)}`);
     } catch (error) {
-      // An upstream's error is part of what the scenario judges, not a failure of this driver.
       log(`${call.name} → error ${error.message}`);
     }
   }

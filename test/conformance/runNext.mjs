@@ -3,8 +3,9 @@
 // installed as the alias `@modelcontextprotocol/conformance-next`) through mcpool, once per
 // protocol revision (`--requirements 2025-11-25`, `--requirements 2026-07-28`: each revision's
 // frozen set, at its own wire):
-//   - server leg: the real daemon (daemon.mjs) with our fixture test/fixtures/servers/conformance.mjs
-//     behind it (stdio); `conformance server --url http://127.0.0.1:<port>/mcp/conformance`;
+//   - server leg: the real daemon (daemon.mjs) with our fixtures behind it (stdio):
+//     `conformance server --url http://127.0.0.1:<port>/mcp/<fixture>`, where the fixture is
+//     test/fixtures/servers/conformance.mjs for 2025-11-25 and conformanceModern.mjs for 2026-07-28;
 //   - client leg: `conformance client --command "node test/conformance/client.mjs"`: the suite
 //     starts a test server per scenario and client.mjs drives mcpool against it (a daemon whose
 //     only server is that URL, reached by an SDK client through `mcpool bridge`).
@@ -32,6 +33,11 @@ import { newMarker, reapMarked, ROOT, startDaemon } from './daemon.mjs';
 const PACKAGE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance-next');
 const SUITE = join(PACKAGE, 'dist/index.js');
 const FIXTURE = join(ROOT, 'test/fixtures/servers/conformance.mjs');
+const MODERN_FIXTURE = join(ROOT, 'test/fixtures/servers/conformanceModern.mjs');
+// The server each revision's server leg is pointed at (both behind one daemon): 2025-11-25 the
+// SDK v1 fixture the 0.1.13 run uses, 2026-07-28 the dual-era SDK v2 one with the tools that
+// revision's scenarios call (multi-round-trip, diagnostics).
+const SERVER_FOR = { '2025-11-25': 'conformance', '2026-07-28': 'conformance-modern' };
 const CLIENT = join(ROOT, 'test/conformance/client.mjs');
 const REVISIONS = ['2025-11-25', '2026-07-28'];
 const LEGS = ['server', 'client'];
@@ -239,9 +245,14 @@ try {
     const marker = newMarker('conformance-next');
     let daemon;
     try {
-      daemon = await startDaemon({ mcpServers: { conformance: { command: process.execPath, args: [FIXTURE, marker] } } });
+      daemon = await startDaemon({
+        mcpServers: {
+          [SERVER_FOR['2025-11-25']]: { command: process.execPath, args: [FIXTURE, marker] },
+          [SERVER_FOR['2026-07-28']]: { command: process.execPath, args: [MODERN_FIXTURE, marker] },
+        },
+      });
       log(`daemon pid ${daemon.pid} ready at ${daemon.base}`);
-      for (const revision of revisions) ok = (await runLeg(node, revision, 'server', work, `${daemon.base}/mcp/conformance`)) && ok;
+      for (const revision of revisions) ok = (await runLeg(node, revision, 'server', work, `${daemon.base}/mcp/${SERVER_FOR[revision]}`)) && ok;
     } catch (error) {
       log(`FAILED: ${error.message}`);
       process.stdout.write(`${(error.daemonLog ?? daemon?.log ?? []).slice(-40).join('\n')}\n`);
