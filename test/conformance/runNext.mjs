@@ -168,10 +168,10 @@ function judge(results, expected, set) {
       continue;
     }
     const excused = (check) => expected.has(name) || expected.has(`${name}:${check}`);
-    const listed = expected.has(name) || [...expected.keys()].some((k) => k.startsWith(`${name}:`));
+    const entries = [...expected.keys()].filter((k) => k === name || k.startsWith(`${name}:`));
     if (failing.length === 0) {
       report.passed.push(name);
-      if (listed) report.unexpectedPasses.push(name);
+      report.unexpectedPasses.push(...entries);
     } else if (failing.every(excused)) {
       report.expected.push(name);
       const stale = [...expected.keys()].filter((k) => k.startsWith(`${name}:`) && !failing.includes(k.slice(name.length + 1)));
