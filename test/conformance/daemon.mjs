@@ -3,12 +3,13 @@
 // the no-token loopback test mode (the suite cannot send headers), with its state in a temporary
 // directory. The caller puts a marker argument on every server's `args` (`newMarker`), so a run
 // can check that no process it caused is left once the daemon has stopped.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sweep } from '../bench/lib/procs.mjs';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'apps/daemon/bin/mcpool.js');
@@ -20,31 +21,11 @@ export function newMarker(label) {
   return `--marker=${label}-${randomUUID()}`;
 }
 
-/** Pids of live processes whose command line carries `marker`. */
-export function markedPids(marker) {
-  const out = execFileSync('ps', ['-A', '-o', 'pid=,stat=,args='], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
-  return out
-    .split('\n')
-    .map((line) => /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(line))
-    .filter((m) => m && !m[2].startsWith('Z') && m[3].includes(marker) && !m[3].startsWith('ps '))
-    .map((m) => Number(m[1]));
-}
-
 /**
  * Kills (SIGKILL) every live process that carries `marker` and returns their pids: an empty
  * list means nothing of the run was left. Only processes this run started carry the marker.
  */
-export function reapMarked(marker) {
-  const left = markedPids(marker);
-  for (const pid of left) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return left;
-}
+export const reapMarked = sweep;
 
 /**
  * Starts the daemon with `mcpServers` (a config's map) and waits until it listens and every
