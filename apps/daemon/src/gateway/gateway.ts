@@ -21,10 +21,11 @@ import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
-import { ANONYMOUS_ID, accessOf } from './access.js';
+import type { ServerResponse } from 'node:http';
+import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
 import { GatewaySession } from './gatewaySession.js';
 import { UpstreamLogLevels } from './logLevels.js';
-import { RpcCode, rpcErrorBody } from './rpcErrors.js';
+import { ModernRouter, RpcCode, classifyEra, rpcErrorBody, type ModernAnswer } from '@mcpool/gateway';
 
 export interface GatewayOptions {
   daemon: Daemon;
@@ -83,6 +84,10 @@ export class Gateway {
   #openingTotal = 0;
   #reaper: NodeJS.Timeout | undefined;
   #closed = false;
+  /** 2026-07-28 callers: stateless, served by the router over views it keeps per (principal, endpoint). */
+  readonly #modern: ModernRouter;
+  /** Modern answers being written (streams included): each ends with the gateway. */
+  readonly #modernResponses = new Set<ServerResponse>();
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
@@ -99,6 +104,14 @@ export class Gateway {
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
     this.#daemon.countMcpSessionsWith(() => this.#sessions.size);
+    this.#modern = new ModernRouter({
+      pool: this.#daemon.pool,
+      config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
+      version: this.#daemon.version,
+      logger: this.#logger,
+      viewIdleMs: Math.min(settings.mcpSessionTtlMs, 60_000),
+      observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
+    });
   }
 
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
@@ -154,6 +167,8 @@ export class Gateway {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#reaper);
+    await this.#modern.close();
+    for (const res of this.#modernResponses) res.end();
     await Promise.all([...this.#sessions.values()].map((session) => session.close('daemon shutting down')));
   }
 
@@ -163,6 +178,10 @@ export class Gateway {
     if (typeof request.headers['mcp-session-id'] === 'string') return this.#withSession(request, reply, scope);
     const body = request.body;
     if (!isInitializeRequest(body)) {
+      // Not the legacy handshake and no legacy session: a 2026-07-28 request is served statelessly.
+      const verdict = classifyEra('POST', request.headers, body);
+      if (verdict.era === 'reject') return reply.code(verdict.status).send(this.#redactor.scrubValue(verdict.body));
+      if (verdict.era === 'modern') return this.#modernPost(request, reply, scope);
       return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: no Mcp-Session-Id header (only an initialize request may come without one)'));
     }
     // The transport would refuse these too, but only after the servers were acquired.
@@ -186,16 +205,9 @@ export class Gateway {
       this.#logger.warn({ client: principal.id, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
       return this.#refuse(reply, ErrorCode.SESSION_CAP_REACHED, `too many open MCP sessions (daemon.mcpMaxSessions ${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire`);
     }
-    const configured = Object.keys(this.#daemon.config.servers);
-    const access = accessOf(principal, settings, configured);
-    let servers: string[];
-    if (scope === undefined) {
-      servers = [...access.servers];
-    } else {
-      if (!configured.includes(scope)) return reply.code(404).send(rpcErrorBody(RpcCode.SERVER_ERROR, `no configured server is named ${JSON.stringify(scope)}`));
-      if (!access.servers.has(scope)) return reply.code(403).send(rpcErrorBody(RpcCode.SERVER_ERROR, `this client may not use server ${JSON.stringify(scope)}`));
-      servers = [scope];
-    }
+    const access = accessOf(principal, settings, Object.keys(this.#daemon.config.servers));
+    if (this.#scopeRefused(reply, scope, access)) return reply;
+    const servers = scope === undefined ? [...access.servers] : [scope];
 
     this.#opening.set(principal.id, (this.#opening.get(principal.id) ?? 0) + 1);
     this.#openingTotal += 1;
@@ -249,6 +261,69 @@ export class Gateway {
     // Refused by the transport (a bad header): nothing was opened.
     if (!this.#sessions.has(session.id)) await session.close('initialize refused');
     return reply;
+  }
+
+  /** `/mcp/<server>` of a server that is not configured (404) or not this client's (403): answered, true. */
+  #scopeRefused(reply: FastifyReply, scope: string | undefined, access: GatewayAccess): boolean {
+    if (scope === undefined) return false;
+    if (!Object.hasOwn(this.#daemon.config.servers, scope)) {
+      void reply.code(404).send(rpcErrorBody(RpcCode.SERVER_ERROR, `no configured server is named ${JSON.stringify(scope)}`));
+      return true;
+    }
+    if (!access.servers.has(scope)) {
+      void reply.code(403).send(rpcErrorBody(RpcCode.SERVER_ERROR, `this client may not use server ${JSON.stringify(scope)}`));
+      return true;
+    }
+    return false;
+  }
+
+  /** A 2026-07-28 request: routed once, answered as JSON, or as SSE when something streams before the result. */
+  async #modernPost(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
+    const principal = request.principal!;
+    if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+    const access = accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers));
+    if (this.#scopeRefused(reply, scope, access)) return reply;
+    const gone = new AbortController();
+    const raw = reply.raw;
+    raw.once('close', () => {
+      if (!raw.writableFinished) gone.abort();
+    });
+    const answer = await this.#modern.handle({ message: request.body, headers: request.headers, caller: { principal: principal.id, scope, access }, signal: gone.signal });
+    if (gone.signal.aborted) {
+      if (answer.kind === 'stream') answer.stream.end();
+      return reply;
+    }
+    if (answer.kind === 'json') {
+      if (answer.body === undefined) return reply.code(answer.status).send();
+      return reply.code(answer.status).header('content-type', 'application/json').send(this.#redactor.scrubValue(answer.body));
+    }
+    await this.#stream(reply, answer, gone.signal);
+    return reply;
+  }
+
+  /** Writes a streamed answer as SSE (keep-alive comments on a quiet stream) until it ends or the client goes. */
+  async #stream(reply: FastifyReply, answer: Extract<ModernAnswer, { kind: 'stream' }>, gone: AbortSignal): Promise<void> {
+    const raw = reply.raw;
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+    reply.hijack();
+    raw.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    raw.flushHeaders();
+    this.#modernResponses.add(raw);
+    const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), this.#daemon.settings.heartbeatMs);
+    keepAlive.unref();
+    const stop = (): void => answer.stream.end();
+    gone.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const message of answer.stream) {
+        if (raw.destroyed) break;
+        raw.write(`event: message\ndata: ${JSON.stringify(this.#redactor.scrubValue(message))}\n\n`);
+      }
+    } finally {
+      clearInterval(keepAlive);
+      gone.removeEventListener('abort', stop);
+      this.#modernResponses.delete(raw);
+      if (!raw.writableEnded) raw.end();
+    }
   }
 
   /** Open sessions of one client (O(open sessions): bounded by `mcpMaxSessions`). */

@@ -34,12 +34,11 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { RpcCode, RpcError, endpointCapabilities, qualify, splitQualified, templateMatches, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from '@mcpool/gateway';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
 import { SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
-import { qualify, splitQualified, templateMatches } from './naming.js';
-import { RpcCode, RpcError, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from './rpcErrors.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 type Params = Record<string, unknown>;
@@ -389,16 +388,7 @@ export class GatewaySession {
   // --- Requests ---------------------------------------------------------------------------------
 
   #capabilities(): ServerCapabilities {
-    const caps = this.#views().map(({ view }) => view.capabilities as ServerCapabilities);
-    const has = (kind: keyof ServerCapabilities) => caps.some((c) => c[kind] !== undefined && c[kind] !== null);
-    const out: ServerCapabilities = {};
-    // The aggregating endpoint always has tools (possibly none yet); list changes are forwarded.
-    if (this.scope === undefined || has('tools')) out.tools = { listChanged: true };
-    if (has('prompts')) out.prompts = { listChanged: true };
-    if (has('resources')) out.resources = { listChanged: true, ...(caps.some((c) => c.resources?.subscribe === true) ? { subscribe: true } : {}) };
-    if (has('logging')) out.logging = {};
-    if (has('completions')) out.completions = {};
-    return out;
+    return endpointCapabilities(this.scope === undefined, this.#views().map(({ view }) => view.capabilities));
   }
 
   #register(server: Server): void {
