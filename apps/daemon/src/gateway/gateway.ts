@@ -13,6 +13,7 @@
  *   capped (`daemon.mcpBodyLimitBytes`, 413).
  */
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -21,7 +22,6 @@ import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
 import type { Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
-import type { ServerResponse } from 'node:http';
 import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
 import { GatewaySession } from './gatewaySession.js';
 import { UpstreamLogLevels } from './logLevels.js';
@@ -180,7 +180,7 @@ export class Gateway {
     if (!isInitializeRequest(body)) {
       // Not the legacy handshake and no legacy session: a 2026-07-28 request is served statelessly.
       const verdict = classifyEra('POST', request.headers, body);
-      if (verdict.era === 'reject') return reply.code(verdict.status).send(this.#redactor.scrubValue(verdict.body));
+      if (verdict.era === 'reject') return reply.code(verdict.status).send(verdict.body);
       if (verdict.era === 'modern') return this.#modernPost(request, reply, scope);
       return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: no Mcp-Session-Id header (only an initialize request may come without one)'));
     }
@@ -295,7 +295,8 @@ export class Gateway {
     }
     if (answer.kind === 'json') {
       if (answer.body === undefined) return reply.code(answer.status).send();
-      return reply.code(answer.status).header('content-type', 'application/json').send(this.#redactor.scrubValue(answer.body));
+      // The app's onSend hook scrubs every secret from the serialized body, as on REST.
+      return reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
     }
     await this.#stream(reply, answer, gone.signal);
     return reply;
@@ -305,6 +306,7 @@ export class Gateway {
   async #stream(reply: FastifyReply, answer: Extract<ModernAnswer, { kind: 'stream' }>, gone: AbortSignal): Promise<void> {
     const raw = reply.raw;
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+    // Hijacked: no hook of the app sees these bytes, so each message is scrubbed here.
     reply.hijack();
     raw.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
     raw.flushHeaders();
