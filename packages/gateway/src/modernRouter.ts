@@ -60,7 +60,8 @@ import { RpcError, toRpcError, unknownNameError, type RequestedName } from './rp
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
 
 type Params = Record<string, unknown>;
-type Headers = Readonly<Record<string, string | string[] | undefined>>;
+/** HTTP request headers, names lower-case (as `node:http` gives them). */
+export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
 type RequestId = string | number;
 
 /** Who asks, on which endpoint, and what they may use (the host decides, per request). */
@@ -76,7 +77,7 @@ export interface ModernRequest {
   /** The request body, parsed once by the host. */
   message: unknown;
   /** The HTTP request headers, names lower-case (as `node:http` gives them). */
-  headers: Headers;
+  headers: RequestHeaders;
   caller: ModernCaller;
   /** Aborted when the caller went away (its HTTP request closed): the upstream call is cancelled. */
   signal?: AbortSignal;
@@ -115,7 +116,7 @@ const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 const LEGACY_RESOURCE_NOT_FOUND = -32002;
 
 const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
-const header = (headers: Headers, name: string): string | undefined => {
+const header = (headers: RequestHeaders, name: string): string | undefined => {
   const value = headers[name];
   return typeof value === 'string' ? value.trim() : Array.isArray(value) ? value[0]?.trim() : undefined;
 };
@@ -126,7 +127,7 @@ const header = (headers: Headers, name: string): string | undefined => {
  * envelope whose version disagrees with the header → a refusal with the status and JSON-RPC
  * error the revision names).
  */
-export function classifyEra(httpMethod: string, headers: Headers, body: unknown): EraVerdict {
+export function classifyEra(httpMethod: string, headers: RequestHeaders, body: unknown): EraVerdict {
   const version = header(headers, 'mcp-protocol-version');
   const method = header(headers, 'mcp-method');
   const name = header(headers, 'mcp-name');
@@ -625,7 +626,7 @@ interface Ctx {
   id: RequestId;
   params: Params;
   meta: Params;
-  headers: Headers;
+  headers: RequestHeaders;
   caller: ModernCaller;
   hold: Hold;
   signal: AbortSignal | undefined;
@@ -655,7 +656,7 @@ function declared(meta: Params): ViewClientInfo | undefined {
 }
 
 /** Why the headers disagree with the body (undefined: they agree). The classifier checked the version and method pairs when both were present. */
-function headerMismatch(headers: Headers, method: string, params: Params): string | undefined {
+function headerMismatch(headers: RequestHeaders, method: string, params: Params): string | undefined {
   if (header(headers, 'mcp-protocol-version') === undefined) return 'the required MCP-Protocol-Version header is absent';
   const named = header(headers, 'mcp-method');
   if (named === undefined) return `the body names method ${method} but the required Mcp-Method header is absent`;

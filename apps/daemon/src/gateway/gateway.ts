@@ -318,7 +318,18 @@ export class Gateway {
     try {
       for await (const message of answer.stream) {
         if (raw.destroyed) break;
-        raw.write(`event: message\ndata: ${JSON.stringify(this.#redactor.scrubValue(message))}\n\n`);
+        // A client that reads slowly holds the stream (which drops its oldest past its bound), not the daemon's memory.
+        if (!raw.write(`event: message\ndata: ${JSON.stringify(this.#redactor.scrubValue(message))}\n\n`)) {
+          await new Promise<void>((resolve) => {
+            const done = (): void => {
+              raw.off('drain', done);
+              raw.off('close', done);
+              resolve();
+            };
+            raw.once('drain', done);
+            raw.once('close', done);
+          });
+        }
       }
     } finally {
       clearInterval(keepAlive);
