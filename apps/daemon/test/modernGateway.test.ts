@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import type { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { pidsWithMarker, fixtureConfig, marker, textOf } from '../../../test/helpers/processes.js';
+import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { harness, type Harness } from './helpers.js';
 import { ACCEPT_BOTH, connectClient, messagesOf, raw, type RawResponse } from './gatewayHelpers.js';
 
@@ -20,6 +21,7 @@ const ALICE = `alice-${randomUUID()}`;
 const VERSION = '2026-07-28';
 
 let h: Harness;
+let modernHttp: HttpModernServer;
 let base: string;
 const closers: (() => Promise<unknown>)[] = [];
 
@@ -150,12 +152,14 @@ const listChanged = (id: unknown) => (messages: Record<string, unknown>[]) =>
   messages.some((m) => m.method === 'notifications/tools/list_changed' && (m.params as { _meta?: Record<string, unknown> })._meta?.['io.modelcontextprotocol/subscriptionId'] === id);
 
 beforeAll(async () => {
+  modernHttp = await startHttpModernServer({ port: 0 });
   h = await harness(
     {
       mcpServers: {
         dual: fixtureConfig('v2EraServer.mjs', dualMark, { sharing: 'shared' }),
         echo: fixtureConfig('echo.mjs', echoMark, { sharing: 'shared' }),
         changes: fixtureConfig('listChanged.mjs', changesMark, { sharing: 'shared' }),
+        regional: { type: 'http', url: modernHttp.url },
       },
       daemon: {
         heartbeatMs: 200,
@@ -171,6 +175,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
   await h?.close();
+  await modernHttp?.close();
 });
 
 describe('both eras on one /mcp', () => {
@@ -252,6 +257,24 @@ describe('names and access', () => {
     const listed = (responseOf(await modern('tools/list', {}, { token: ALICE })).result as { tools: { name: string }[] }).tools.map((tool) => tool.name);
     expect(listed).not.toContain('echo__add');
     expect(listed).not.toContain('changes__base');
+  });
+});
+
+describe('Mcp-Param headers and the upstream’s Mcp-Name', () => {
+  it('a tool’s x-mcp-header argument must come with its Mcp-Param header; the HTTP upstream gets the unprefixed Mcp-Name and its own Mcp-Param', async () => {
+    const call = (headers: Record<string, string>, omit: string[] = []) => modern('tools/call', { name: 'regional__regional', arguments: { region: 'eu-west', text: 'hi' } }, { headers, omit });
+    const ok = await call({ 'mcp-param-region': 'eu-west' });
+    expect(textOf(responseOf(ok).result as Record<string, unknown>)).toBe('eu-west: hi');
+    const forwarded = modernHttp.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/call').at(-1)!;
+    expect(forwarded.headers['mcp-name']).toBe('regional');
+    expect(forwarded.headers['mcp-param-region']).toBe('eu-west');
+    const encoded = await call({ 'mcp-param-region': `=?base64?${Buffer.from('eu-west').toString('base64')}?=` });
+    expect(ok.status).toBe(200);
+    expect(encoded.status).toBe(200);
+    for (const refused of [await call({ 'mcp-param-region': 'us-east' }), await call({})]) {
+      expect(refused.status).toBe(400);
+      expect((JSON.parse(refused.body) as { error: { code: number } }).error.code).toBe(-32020);
+    }
   });
 });
 
