@@ -6,6 +6,8 @@
 export { ModernRouter, MODERN_PROTOCOL_VERSIONS, classifyEra } from './modernRouter.js';
 export type { EraVerdict, ModernAnswer, ModernCaller, ModernRequest, ModernRouterOptions, RequestHeaders } from './modernRouter.js';
 export { MessageStream } from './messageStream.js';
+export { acquireFailure, acquireView } from './acquire.js';
+export type { AcquireFailure } from './acquire.js';
 export type { GatewayAccess } from './access.js';
 export { endpointCapabilities } from './capabilities.js';
 export type { EndpointCapabilities } from './capabilities.js';

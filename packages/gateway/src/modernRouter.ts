@@ -38,7 +38,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   ErrorCode,
-  PoolError,
   type CallOptions,
   type Logger,
   type McpTransportPool,
@@ -51,6 +50,7 @@ import { JsonRpcCode, jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import type { GatewayAccess } from './access.js';
+import { acquireFailure, acquireView } from './acquire.js';
 import { endpointCapabilities } from './capabilities.js';
 import { MessageStream } from './messageStream.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
@@ -314,17 +314,9 @@ export class ModernRouter {
     if (slot.view !== undefined) return Promise.resolve(slot.view);
     slot.acquiring ??= (async () => {
       try {
-        const config = this.#options.config(slot.name);
-        if (config === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
-        const view = await this.#options.pool.acquire(slot.name, config, hold.poolSessionId, {
-          principal: hold.principal,
-          ...(hold.client === undefined ? {} : { client: hold.client }),
-        });
-        await view.ready;
-        if (hold.released) {
-          void view.release().catch(() => undefined);
-          return undefined;
-        }
+        const options = { principal: hold.principal, ...(hold.client === undefined ? {} : { client: hold.client }) };
+        const view = await acquireView(this.#options.pool, slot.name, this.#options.config(slot.name), hold.poolSessionId, options, () => hold.released);
+        if (view === undefined) return undefined;
         slot.view = view;
         slot.error = undefined;
         this.#wire(hold, slot, view);
@@ -332,7 +324,7 @@ export class ModernRouter {
         for (const kind of LIST_KINDS) this.#fanOut(hold, kind);
         return view;
       } catch (error) {
-        slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
+        slot.error = acquireFailure(error);
         slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
         this.#options.logger?.debug({ server: slot.name, code: slot.error.code, error: slot.error.message }, 'modern gateway: could not acquire a server');
         return undefined;

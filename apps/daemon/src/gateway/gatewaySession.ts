@@ -34,7 +34,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import { RpcCode, RpcError, endpointCapabilities, qualify, splitQualified, templateMatches, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from '@mcpool/gateway';
+import { RpcCode, RpcError, acquireFailure, acquireView, endpointCapabilities, qualify, splitQualified, templateMatches, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from '@mcpool/gateway';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
 import { SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
@@ -269,19 +269,10 @@ export class GatewaySession {
     slot.acquiring ??= (async () => {
       const started = this.#server !== undefined;
       try {
-        const config = this.#deps.config(slot.name);
-        if (config === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
         // The principal is the token's client id: a per-principal server is shared by its sessions only.
-        const view = await this.#deps.pool.acquire(slot.name, config, this.poolSessionId, {
-          principal: this.principalId,
-          ...(this.#client === undefined ? {} : { client: this.#client }),
-        });
-        await view.ready;
-        if (this.closed) {
-          // releaseSession may have run before this view was indexed: give it back here too.
-          void view.release().catch(() => undefined);
-          return undefined;
-        }
+        const options = { principal: this.principalId, ...(this.#client === undefined ? {} : { client: this.#client }) };
+        const view = await acquireView(this.#deps.pool, slot.name, this.#deps.config(slot.name), this.poolSessionId, options, () => this.closed);
+        if (view === undefined) return undefined;
         slot.view = view;
         slot.error = undefined;
         this.#wire(slot, view);
@@ -289,7 +280,7 @@ export class GatewaySession {
         if (started) for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
         return view;
       } catch (error) {
-        slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
+        slot.error = acquireFailure(error);
         slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
         // A failed spawn has its one log line from the daemon's entry watcher already.
         const spawnFailure = slot.error.code === ErrorCode.SPAWN_FAILED || slot.error.code === ErrorCode.SPAWN_TIMEOUT;
