@@ -10,18 +10,17 @@ import { randomUUID } from 'node:crypto';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import type { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { pidsWithMarker, fixtureConfig, marker, textOf } from '../../../test/helpers/processes.js';
-import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { harness, type Harness } from './helpers.js';
 import { ACCEPT_BOTH, connectClient, messagesOf, raw, type RawResponse } from './gatewayHelpers.js';
 
 const dualMark = marker('modern-dual');
 const echoMark = marker('modern-echo');
 const changesMark = marker('modern-changes');
+const confMark = marker('modern-conformance');
 const ALICE = `alice-${randomUUID()}`;
 const VERSION = '2026-07-28';
 
 let h: Harness;
-let modernHttp: HttpModernServer;
 let base: string;
 const closers: (() => Promise<unknown>)[] = [];
 
@@ -152,21 +151,20 @@ const listChanged = (id: unknown) => (messages: Record<string, unknown>[]) =>
   messages.some((m) => m.method === 'notifications/tools/list_changed' && (m.params as { _meta?: Record<string, unknown> })._meta?.['io.modelcontextprotocol/subscriptionId'] === id);
 
 beforeAll(async () => {
-  modernHttp = await startHttpModernServer({ port: 0 });
   h = await harness(
     {
       mcpServers: {
         dual: fixtureConfig('v2EraServer.mjs', dualMark, { sharing: 'shared' }),
         echo: fixtureConfig('echo.mjs', echoMark, { sharing: 'shared' }),
         changes: fixtureConfig('listChanged.mjs', changesMark, { sharing: 'shared' }),
-        regional: { type: 'http', url: modernHttp.url },
+        conf: fixtureConfig('conformance.mjs', confMark, { sharing: 'shared' }),
       },
       daemon: {
         heartbeatMs: 200,
         clients: [{ id: 'alice', tokenEnv: 'MG_ALICE', rights: ['read'], servers: ['dual', 'echo'], excludeTools: ['echo__add'] }],
       },
     },
-    { env: { MG_ALICE: ALICE }, marks: [dualMark, echoMark, changesMark] },
+    { env: { MG_ALICE: ALICE }, marks: [dualMark, echoMark, changesMark, confMark] },
   );
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
@@ -175,7 +173,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
   await h?.close();
-  await modernHttp?.close();
 });
 
 describe('both eras on one /mcp', () => {
@@ -260,17 +257,13 @@ describe('names and access', () => {
   });
 });
 
-describe('Mcp-Param headers and the upstream’s Mcp-Name', () => {
-  it('a tool’s x-mcp-header argument must come with its Mcp-Param header; the HTTP upstream gets the unprefixed Mcp-Name and its own Mcp-Param', async () => {
-    const call = (headers: Record<string, string>, omit: string[] = []) => modern('tools/call', { name: 'regional__regional', arguments: { region: 'eu-west', text: 'hi' } }, { headers, omit });
+describe('Mcp-Param headers', () => {
+  it('a tool’s x-mcp-header argument must come with its Mcp-Param header (plain or base64), equal to the body', async () => {
+    const call = (headers: Record<string, string>) => modern('tools/call', { name: 'dual__regional', arguments: { region: 'eu-west', text: 'hi' } }, { headers });
     const ok = await call({ 'mcp-param-region': 'eu-west' });
     expect(textOf(responseOf(ok).result as Record<string, unknown>)).toBe('eu-west: hi');
-    const forwarded = modernHttp.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/call').at(-1)!;
-    expect(forwarded.headers['mcp-name']).toBe('regional');
-    expect(forwarded.headers['mcp-param-region']).toBe('eu-west');
     const encoded = await call({ 'mcp-param-region': `=?base64?${Buffer.from('eu-west').toString('base64')}?=` });
-    expect(ok.status).toBe(200);
-    expect(encoded.status).toBe(200);
+    expect(textOf(responseOf(encoded).result as Record<string, unknown>)).toBe('eu-west: hi');
     for (const refused of [await call({ 'mcp-param-region': 'us-east' }), await call({})]) {
       expect(refused.status).toBe(400);
       expect((JSON.parse(refused.body) as { error: { code: number } }).error.code).toBe(-32020);
@@ -322,6 +315,28 @@ describe('MRTR through a modern upstream', () => {
     const tampered = `${asked.requestState.slice(0, -4)}AAAA`;
     const refused = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' }, inputResponses, requestState: tampered }));
     expect((refused.error as { code: number }).code).toBe(-32602);
+  });
+});
+
+describe('a legacy upstream’s elicitation during a modern call', () => {
+  it('becomes an input_required result for the caller; its retry answers the upstream request and gets the call’s result; a forged state is refused', async () => {
+    const params = { name: 'conf__test_elicitation', arguments: { message: 'Who are you?' } };
+    const first = responseOf(await modern('tools/call', params));
+    const asked = first.result as { resultType: string; inputRequests: Record<string, { method: string; params: { message: string } }>; requestState: string };
+    expect(asked.resultType).toBe('input_required');
+    const [key, request] = Object.entries(asked.inputRequests)[0]!;
+    expect(request.method).toBe('elicitation/create');
+    expect(request.params.message).toBe('Who are you?');
+
+    const forged = responseOf(await modern('tools/call', { ...params, inputResponses: { [key]: { action: 'accept', content: {} } }, requestState: `${asked.requestState.slice(0, -3)}abc` }));
+    expect((forged.error as { code: number }).code).toBe(-32602);
+
+    const inputResponses = { [key]: { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } } };
+    const retry = responseOf(await modern('tools/call', { ...params, inputResponses, requestState: asked.requestState }));
+    expect(textOf(retry.result as Record<string, unknown>)).toContain('ada');
+    // Spent: the same state again is refused.
+    const again = responseOf(await modern('tools/call', { ...params, inputResponses, requestState: asked.requestState }));
+    expect((again.error as { code: number }).code).toBe(-32602);
   });
 });
 

@@ -35,9 +35,10 @@
  * and are released after `viewIdleMs` without use (an unref'd timer, never keeping the host
  * alive).
  */
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   ErrorCode,
+  PoolError,
   type CallOptions,
   type Logger,
   type McpTransportPool,
@@ -115,6 +116,15 @@ const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 /** The legacy "resource not found"; the 2026-07-28 revision answers it with -32602. */
 const LEGACY_RESOURCE_NOT_FOUND = -32002;
 
+/** The prefix of a `requestState` the router minted itself (a modern server's own states pass through untouched). */
+const STATE_PREFIX = 'mcpool.1.';
+/** The key of the one input request the router offers per round. */
+const INPUT_KEY = 'upstream';
+/** How long a call's answer waits for a retry that has not come yet. */
+const CONTINUATION_GRACE_MS = 60_000;
+/** The client capability each server→client request needs. */
+const CAPABILITY_OF: Readonly<Record<string, string>> = { 'sampling/createMessage': 'sampling', 'elicitation/create': 'elicitation', 'roots/list': 'roots' };
+
 const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
 const header = (headers: RequestHeaders, name: string): string | undefined => {
   const value = headers[name];
@@ -161,6 +171,52 @@ interface Slot {
   retryAt: number;
   acquiring: Promise<PooledConnection | undefined> | undefined;
   detach: (() => void)[];
+  /** Calls of this hold in flight on the server, oldest first (a server request goes to the newest). */
+  readonly inflight: PendingCall[];
+}
+
+/** A modern caller's call in flight upstream; it may wait for the caller's input between two of its HTTP requests. */
+interface PendingCall {
+  id: string;
+  principal: string;
+  /** What the caller declared (a server request it did not declare is refused upstream). */
+  capabilities: Params;
+  /** The HTTP request that gets the call's next answer (none while the caller has input to give). */
+  sink: Sink | undefined;
+  /** The call's answer, when it came while no request was waiting for it. */
+  settled: { message: Record<string, unknown>; status: number } | undefined;
+  /** The upstream's request waiting for the caller's input. */
+  asked: { resolve: (result: Params) => void; reject: (error: unknown) => void } | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** One HTTP request's answer: JSON when it finishes before anything streams, else a stream from the first notification on. */
+class Sink {
+  readonly settled: Promise<ModernAnswer>;
+  #answer!: (value: ModernAnswer) => void;
+  #stream: MessageStream | undefined;
+
+  constructor(readonly id: RequestId) {
+    this.settled = new Promise<ModernAnswer>((resolve) => (this.#answer = resolve));
+  }
+
+  emit(message: Record<string, unknown>): void {
+    if (this.#stream === undefined) {
+      this.#stream = new MessageStream();
+      this.#answer({ kind: 'stream', status: 200, stream: this.#stream });
+    }
+    this.#stream.push(message);
+  }
+
+  /** The response (carrying this request's id). */
+  finish(message: Record<string, unknown>, status: number): void {
+    if (this.#stream === undefined) {
+      this.#answer({ kind: 'json', status, body: message });
+      return;
+    }
+    this.#stream.push(message);
+    this.#stream.end();
+  }
 }
 
 interface Listen {
@@ -188,7 +244,7 @@ class Hold {
 
   slot(name: string): Slot {
     let slot = this.slots.get(name);
-    if (slot === undefined) this.slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, detach: [] }));
+    if (slot === undefined) this.slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, detach: [], inflight: [] }));
     return slot;
   }
 }
@@ -198,6 +254,10 @@ export class ModernRouter {
   readonly #holds = new Map<string, Hold>();
   readonly #idleMs: number;
   #closed = false;
+  /** Calls offered input, by their id, until retried (their `requestState` names them). */
+  readonly #calls = new Map<string, PendingCall>();
+  /** Seals the router's own `requestState`s: a caller cannot forge or swap one (a new key per router). */
+  readonly #key = randomBytes(32);
 
   constructor(options: ModernRouterOptions) {
     this.#options = options;
@@ -355,6 +415,7 @@ export class ModernRouter {
         for (const kind of LIST_KINDS) this.#fanOut(hold, kind);
       }),
     );
+    view.setServerRequestHandler((request, signal) => this.#serverRequest(slot, request, signal));
   }
 
   #fanOut(hold: Hold, kind: ListKind): void {
@@ -461,10 +522,13 @@ export class ModernRouter {
   async #callTool(ctx: Ctx): Promise<ModernAnswer> {
     const name = stringParam(ctx.params, 'name');
     const { slot, view, name: tool } = await this.#resolve(ctx, name, 'tool');
+    const schema = view.tools.find((listed) => listed.name === tool)?.inputSchema;
+    const mismatch = paramHeaderMismatch(schema, asRecord(ctx.params.arguments) ?? {}, ctx.headers);
+    if (mismatch !== undefined) return refusal(ctx.id, 400, ErrorCode.HEADER_MISMATCH, `Bad Request: the request headers and body disagree: ${mismatch}`);
     const started = performance.now();
     let ok = false;
     try {
-      const answer = await this.#forward(ctx, view, 'tools/call', { ...ctx.params, name: tool }, { kind: 'tool', name });
+      const answer = await this.#forward(ctx, view, 'tools/call', { ...ctx.params, name: tool }, { kind: 'tool', name }, slot);
       ok = true;
       return answer;
     } finally {
@@ -474,8 +538,8 @@ export class ModernRouter {
 
   async #getPrompt(ctx: Ctx): Promise<ModernAnswer> {
     const name = stringParam(ctx.params, 'name');
-    const { view, name: prompt } = await this.#resolve(ctx, name, 'prompt');
-    return this.#forward(ctx, view, 'prompts/get', { ...ctx.params, name: prompt }, { kind: 'prompt', name });
+    const { slot, view, name: prompt } = await this.#resolve(ctx, name, 'prompt');
+    return this.#forward(ctx, view, 'prompts/get', { ...ctx.params, name: prompt }, { kind: 'prompt', name }, slot);
   }
 
   async #readResource(ctx: Ctx): Promise<ModernAnswer> {
@@ -508,9 +572,17 @@ export class ModernRouter {
 
   /**
    * Sends the request to the view as the same method; the answer is JSON unless a notification of
-   * the request (progress, a log it asked for) comes before the result.
+   * the request (progress, a log it asked for) comes before the result. A retry whose
+   * `requestState` is one the router minted (a legacy server's sampling, elicitation or roots
+   * request offered as `input_required`) continues that call instead.
    */
-  #forward(ctx: Ctx, view: PooledConnection, method: string, params: Params, requested?: RequestedName): Promise<ModernAnswer> {
+  #forward(ctx: Ctx, view: PooledConnection, method: string, params: Params, requested?: RequestedName, slot?: Slot): Promise<ModernAnswer> {
+    const sink = new Sink(ctx.id);
+    const state = params.requestState;
+    if (typeof state === 'string' && state.startsWith(STATE_PREFIX)) {
+      this.#continue(ctx, state, asRecord(params.inputResponses) ?? {}, sink);
+      return sink.settled;
+    }
     const { _meta: _dropped, ...body } = params;
     const { progressToken, ...meta } = ctx.meta;
     // Trace context of the HTTP request, when the caller put none in `_meta`.
@@ -519,34 +591,32 @@ export class ModernRouter {
       if (value !== undefined && meta[name] === undefined) meta[name] = value;
     }
     const wantsLogs = typeof meta[MODERN_META.logLevel] === 'string';
-    let stream: MessageStream | undefined;
-    let answer!: (value: ModernAnswer) => void;
-    const settled = new Promise<ModernAnswer>((resolve) => (answer = resolve));
-    const emit = (message: Record<string, unknown>): void => {
-      if (stream === undefined) {
-        stream = new MessageStream();
-        answer({ kind: 'stream', status: 200, stream });
-      }
-      stream.push(message);
-    };
+    const call: PendingCall = { id: randomUUID(), principal: ctx.caller.principal, capabilities: asRecord(meta[MODERN_META.clientCapabilities]) ?? {}, sink, settled: undefined, asked: undefined, timer: undefined };
     const options: CallOptions = {
       ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
       ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
-      ...(progressToken === undefined ? {} : { onProgress: (progress) => emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { ...progress, progressToken } }) }),
+      ...(progressToken === undefined ? {} : { onProgress: (progress) => call.sink?.emit({ jsonrpc: '2.0', method: 'notifications/progress', params: { ...progress, progressToken } }) }),
       // A server must not log for a request that did not ask for a level.
-      ...(wantsLogs ? { onNotification: (note: UpstreamNotification) => (note.method === 'notifications/message' ? emit({ jsonrpc: '2.0', ...note }) : undefined) } : {}),
+      ...(wantsLogs ? { onNotification: (note: UpstreamNotification) => (note.method === 'notifications/message' ? call.sink?.emit({ jsonrpc: '2.0', ...note }) : undefined) } : {}),
     };
     // The call keeps its views held until its answer, however long after the first notification.
     ctx.hold.users += 1;
+    slot?.inflight.push(call);
     const finish = (message: Record<string, unknown>, status: number): void => {
       ctx.hold.users -= 1;
       this.#idle(ctx.hold);
-      if (stream === undefined) {
-        answer({ kind: 'json', status, body: message });
+      const index = slot?.inflight.indexOf(call) ?? -1;
+      if (index !== -1) slot!.inflight.splice(index, 1);
+      if (call.sink !== undefined) {
+        // The retry's own id: the answer goes to the request that is waiting now.
+        call.sink.finish({ ...message, id: call.sink.id }, status);
+        this.#calls.delete(call.id);
         return;
       }
-      stream.push(message);
-      stream.end();
+      // Its caller was offered input and has not retried yet: the answer waits for the retry, a while.
+      call.settled = { message, status };
+      call.timer = setTimeout(() => this.#calls.delete(call.id), CONTINUATION_GRACE_MS);
+      call.timer.unref();
     };
     view.request(method, body, options).then(
       (result) => finish({ jsonrpc: '2.0', id: ctx.id, result: shapeResult(method, result) }, 200),
@@ -556,7 +626,76 @@ export class ModernRouter {
         finish(errorBody(ctx.id, code, rpc.message, rpc.data), code === JsonRpcCode.MISSING_REQUIRED_CLIENT_CAPABILITY ? 400 : 200);
       },
     );
-    return settled;
+    return sink.settled;
+  }
+
+  /**
+   * A legacy server's request during a modern caller's call (sampling, elicitation, roots): the
+   * caller's answer to that call becomes `input_required` with the request and the router's own
+   * sealed `requestState`; the upstream request waits for the retry. The newest call of the
+   * caller on that server gets it, if the caller declared the capability.
+   */
+  #serverRequest(slot: Slot, request: { method: string; params: Params }, signal: AbortSignal): Promise<Params> {
+    const capability = CAPABILITY_OF[request.method];
+    const call = [...slot.inflight].reverse().find((pending) => pending.sink !== undefined && pending.asked === undefined);
+    if (call === undefined || capability === undefined || call.capabilities[capability] === undefined) {
+      const why = call === undefined ? `no call of this caller is waiting on ${slot.name}` : `the caller did not declare the ${capability ?? request.method} capability`;
+      return Promise.reject(new PoolError(ErrorCode.DOWNSTREAM_ERROR, `mcpool cannot route ${request.method}: ${why}`, { data: { mcpCode: JsonRpcCode.METHOD_NOT_FOUND } }));
+    }
+    return new Promise<Params>((resolve, reject) => {
+      call.asked = { resolve, reject };
+      signal.addEventListener(
+        'abort',
+        () => {
+          if (call.asked?.resolve !== resolve) return;
+          call.asked = undefined;
+          reject(new PoolError(ErrorCode.CALL_CANCELLED, `${request.method} was cancelled by ${slot.name}`));
+        },
+        { once: true },
+      );
+      this.#calls.set(call.id, call);
+      const sink = call.sink!;
+      call.sink = undefined;
+      const inputRequests = { [INPUT_KEY]: { method: request.method, params: request.params } };
+      sink.finish({ jsonrpc: '2.0', id: sink.id, result: { resultType: 'input_required', inputRequests, requestState: this.#seal(call) } }, 200);
+    });
+  }
+
+  /** The retry of a call that was offered input: its answer goes upstream, and this request gets the call's next answer. */
+  #continue(ctx: Ctx, state: string, inputResponses: Params, sink: Sink): void {
+    const call = this.#unseal(state, ctx.caller.principal);
+    if (call === undefined || call.sink !== undefined) {
+      const message = 'Invalid requestState: it is not one this gateway issued to this caller, or its call is over; send the request again without it';
+      sink.finish(errorBody(ctx.id, JsonRpcCode.INVALID_PARAMS, message, { code: ErrorCode.INVALID_ARGUMENT }), 200);
+      return;
+    }
+    const asked = call.asked;
+    call.sink = sink;
+    clearTimeout(call.timer);
+    if (call.settled !== undefined) {
+      this.#calls.delete(call.id);
+      sink.finish({ ...call.settled.message, id: ctx.id }, call.settled.status);
+      return;
+    }
+    if (asked === undefined) return;
+    call.asked = undefined;
+    const response = asRecord(inputResponses[INPUT_KEY]);
+    if (response === undefined) asked.reject(new PoolError(ErrorCode.DOWNSTREAM_ERROR, `the client answered without inputResponses.${INPUT_KEY}`, { data: { mcpCode: JsonRpcCode.INVALID_PARAMS } }));
+    else asked.resolve(response);
+  }
+
+  #seal(call: PendingCall): string {
+    return `${STATE_PREFIX}${call.id}.${createHmac('sha256', this.#key).update(`${call.principal}\u0000${call.id}`).digest('base64url')}`;
+  }
+
+  #unseal(state: string, principal: string): PendingCall | undefined {
+    const [id, mac] = state.slice(STATE_PREFIX.length).split('.');
+    if (id === undefined || mac === undefined) return undefined;
+    const expected = Buffer.from(createHmac('sha256', this.#key).update(`${principal}\u0000${id}`).digest('base64url'));
+    const given = Buffer.from(mac);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    const call = this.#calls.get(id);
+    return call?.principal === principal ? call : undefined;
   }
 
   async #listen(ctx: Ctx): Promise<ModernAnswer> {
@@ -627,6 +766,7 @@ interface Ctx {
 function unwire(slot: Slot): void {
   for (const off of slot.detach) off();
   slot.detach = [];
+  slot.view?.setServerRequestHandler(undefined);
 }
 
 function ownsUri(view: PooledConnection, uri: string): boolean {
@@ -665,7 +805,40 @@ function headerMismatch(headers: RequestHeaders, method: string, params: Params)
   return undefined;
 }
 
-/** An `Mcp-Name` value: as is, or the UTF-8 of its `=?base64?…?=` payload (undefined when that is not valid). */
+/**
+ * Why a tool call's `Mcp-Param-{Name}` headers disagree with its arguments (undefined: they
+ * agree). Each property the tool's input schema marks `x-mcp-header: Name` (through a chain of
+ * `properties`) whose argument is present must come with that header, equal to it once decoded
+ * (numbers compared as numbers); an absent or null argument needs none.
+ */
+function paramHeaderMismatch(schema: unknown, args: Params, headers: RequestHeaders): string | undefined {
+  const declarations: { path: string[]; name: string; type: unknown }[] = [];
+  const visit = (node: unknown, path: string[]): void => {
+    const properties = asRecord(asRecord(node)?.properties);
+    if (properties === undefined || path.length > 16) return;
+    for (const [key, child] of Object.entries(properties)) {
+      const declared = asRecord(child)?.['x-mcp-header'];
+      if (typeof declared === 'string' && declared.length > 0) declarations.push({ path: [...path, key], name: declared, type: asRecord(child)?.type });
+      visit(child, [...path, key]);
+    }
+  };
+  visit(schema, []);
+  for (const { path, name, type } of declarations) {
+    let value: unknown = args;
+    for (const key of path) value = asRecord(value)?.[key];
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') continue;
+    const expected = String(value);
+    const raw = header(headers, `mcp-param-${name.toLowerCase()}`);
+    if (raw === undefined) return `the body carries arguments.${path.join('.')}=${JSON.stringify(value)} but the Mcp-Param-${name} header is absent`;
+    const decoded = decodeName(raw);
+    if (decoded === undefined) return `the Mcp-Param-${name} header carries an invalid Base64 sentinel value`;
+    const numeric = (type === 'number' || type === 'integer') && typeof value === 'number';
+    if (numeric ? Number(decoded) !== value : decoded !== expected) return `the Mcp-Param-${name} header decodes to ${JSON.stringify(decoded)} but the body carries arguments.${path.join('.')}=${JSON.stringify(value)}`;
+  }
+  return undefined;
+}
+
+/** An `Mcp-Name` or `Mcp-Param-*` value: as is, or the UTF-8 of its `=?base64?…?=` payload (undefined when that is not valid). */
 function decodeName(raw: string): string | undefined {
   if (!raw.startsWith('=?base64?')) return raw;
   const match = BASE64_SENTINEL.exec(raw);
