@@ -51,6 +51,10 @@ export default tseslint.config(
     rules: boundary(['@mcpool/actor', '@mcpool/client', 'xstate'], 'core talks to actors only through @mcpool/protocol messages; it locates the worker entry with import.meta.resolve.'),
   },
   {
+    files: ['packages/gateway/src/**'],
+    rules: boundary(['@mcpool/actor', '@mcpool/client', 'fastify', 'pino', 'xstate'], 'the gateway builds on core and protocol only, and knows no HTTP framework: apps/daemon wires it to HTTP.'),
+  },
+  {
     files: ['packages/client/src/**'],
     rules: {
       'no-restricted-imports': [

@@ -173,6 +173,21 @@ describe('one secret policy on every surface of the real daemon', () => {
       expect(called).toContain('[redacted]');
       expect(await post(3, 'tools/call', { name: 'leaky__leak_error', arguments: {} })).toContain('cannot do it with [redacted]');
 
+      // 2b. /mcp for a 2026-07-28 caller (no session): the same call, its error and the list.
+      const modernPost = async (id: number, method: string, params: Record<string, unknown>): Promise<string> => {
+        const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'canary', version: '1.0.0' } };
+        const response = await raw(url, {
+          path: '/mcp',
+          headers: { ...auth, 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}) },
+          body: { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } },
+        });
+        answers.push(response.body);
+        return response.body;
+      };
+      expect(await modernPost(11, 'tools/list', {})).toContain('leaky__leak');
+      expect(await modernPost(12, 'tools/call', { name: 'leaky__leak', arguments: {} })).toContain('[redacted]');
+      expect(await modernPost(13, 'tools/call', { name: 'leaky__leak_error', arguments: {} })).toContain('cannot do it with [redacted]');
+
       // 3. REST: the same call through a daemon session, and the status (the failed server's error).
       const session = (await (await fetch(`${url}/sessions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ servers: ['leaky'] }) })).json()) as { id: string };
       const rest = await fetch(`${url}/sessions/${session.id}/tools/call`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ server: 'leaky', name: 'leak' }) });

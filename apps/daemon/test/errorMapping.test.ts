@@ -12,7 +12,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, HTTP_STATUS, JSON_RPC_CODE, JsonRpcCode, PoolError } from '@mcpool/protocol';
 import type { ErrorBody, SessionInfo } from '@mcpool/client';
 import { classifyError, errorBody } from '../src/http/errors.js';
-import { toRpcError } from '../src/gateway/rpcErrors.js';
+import { toRpcError } from '@mcpool/gateway';
 import { BridgeErrorCode, errorResponse } from '../src/bridge/jsonRpc.js';
 import { fixtureConfig, marker, textOf } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';

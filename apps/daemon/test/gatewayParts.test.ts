@@ -8,7 +8,7 @@ import { ConfigError } from '@mcpool/protocol';
 import { DEFAULT_SETTINGS, OPERATOR_ID, resolveSettings, type DaemonSettings, type Principal } from 'mcpool';
 import { accessOf, ANONYMOUS_ID } from '../src/gateway/access.js';
 import { UpstreamLogLevels, passes } from '../src/gateway/logLevels.js';
-import { qualify, splitQualified, templateMatches } from '../src/gateway/naming.js';
+import { qualify, splitQualified, templateMatches } from '@mcpool/gateway';
 import { harness, type Harness } from './helpers.js';
 import { ACCEPT_BOTH, initializeBody } from './gatewayHelpers.js';
 

@@ -80,6 +80,18 @@ export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26
 /** `_meta` keys of a modern request. */
 export const META = MODERN_META;
 
+/** `_meta` keys of the 2026-07-28 per-request envelope. */
+const ENVELOPE_KEYS: readonly string[] = [META.protocolVersion, META.clientCapabilities, META.clientInfo, META.logLevel];
+
+/** `params` without the modern envelope keys in its `_meta` (as given when it has none: no copy). */
+function withoutEnvelope(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  if (meta === undefined || !ENVELOPE_KEYS.some((key) => key in meta)) return params;
+  const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
+  const { _meta: _dropped, ...rest } = params!;
+  return Object.keys(kept).length > 0 ? { ...rest, _meta: kept } : rest;
+}
+
 /** JSON-RPC error codes of the modern revision that only a modern server sends. */
 const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 const METHOD_NOT_FOUND = -32601;
@@ -234,10 +246,12 @@ export class ServerConnection {
 
   /**
    * The `_meta` a modern request carries: the caller's declaration over the pool's defaults, and
-   * the caller's own `_meta` keys over both. Legacy requests get the caller's `_meta` only.
+   * the caller's own `_meta` keys over both. Legacy requests get the caller's `_meta` only, less
+   * the keys only the modern revision defines (a 2026-07-28 caller's envelope means nothing to a
+   * 2025-11-25 server, which negotiated all of it at `initialize`).
    */
   withMeta(params: Record<string, unknown> | undefined, view?: ViewClientInfo): Record<string, unknown> | undefined {
-    if (this.era !== 'modern') return params;
+    if (this.era !== 'modern') return withoutEnvelope(params);
     const d = this.#defaults;
     const logLevel = view?.logLevel ?? d.logLevel;
     const meta: Record<string, unknown> = {

@@ -102,6 +102,17 @@ export const ErrorCode = {
   /** The pool in use has no support for this operation. */
   NOT_IMPLEMENTED: 'MCPOOL_NOT_IMPLEMENTED',
 
+  // --- A 2026-07-28 request on `/mcp` (in `error.data.code` of the JSON-RPC error) -------------
+  /**
+   * The request's headers disagree with its body, or a required one is missing
+   * (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`): send them as the body says.
+   */
+  HEADER_MISMATCH: 'MCPOOL_HEADER_MISMATCH',
+  /** The request names a protocol version the gateway does not serve: pick one of `data.supported`. */
+  UNSUPPORTED_PROTOCOL_VERSION: 'MCPOOL_UNSUPPORTED_PROTOCOL_VERSION',
+  /** The method does not exist in the revision the request names (`ping`, `initialize`, `logging/setLevel` are gone in 2026-07-28). */
+  METHOD_NOT_FOUND: 'MCPOOL_METHOD_NOT_FOUND',
+
   // --- The stdio bridge (in `error.data.code` of the JSON-RPC errors it writes itself) ---------
   /** The daemon did not answer (connection refused) within the bounded retries. */
   BRIDGE_UNREACHABLE: 'MCPOOL_BRIDGE_UNREACHABLE',
@@ -175,6 +186,10 @@ export const JsonRpcCode = {
   REQUEST_CANCELLED: -32800,
   /** MCP 2026-07-28's `UnsupportedProtocolVersion`: `data.supported` lists what the answering side speaks. */
   UNSUPPORTED_PROTOCOL_VERSION: -32022,
+  /** MCP 2026-07-28's `HeaderMismatch`: a request header disagrees with the body, or a required one is missing. */
+  HEADER_MISMATCH: -32020,
+  /** MCP 2026-07-28's `MissingRequiredClientCapability`: `data.requiredCapabilities` names what the client must declare. */
+  MISSING_REQUIRED_CLIENT_CAPABILITY: -32021,
 } as const;
 
 export type JsonRpcCode = (typeof JsonRpcCode)[keyof typeof JsonRpcCode];
@@ -221,6 +236,9 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.SHUTTING_DOWN]: 503,
   [ErrorCode.NOT_READY]: 503,
   [ErrorCode.NOT_IMPLEMENTED]: 501,
+  [ErrorCode.HEADER_MISMATCH]: 400,
+  [ErrorCode.UNSUPPORTED_PROTOCOL_VERSION]: 400,
+  [ErrorCode.METHOD_NOT_FOUND]: 404,
   [ErrorCode.BRIDGE_UNREACHABLE]: 502,
   [ErrorCode.BRIDGE_REINIT_FAILED]: 502,
   [ErrorCode.BRIDGE_SESSION_NOT_FOUND]: 502,
@@ -277,6 +295,9 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.SHUTTING_DOWN]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_READY]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_IMPLEMENTED]: JsonRpcCode.METHOD_NOT_FOUND,
+  [ErrorCode.HEADER_MISMATCH]: JsonRpcCode.HEADER_MISMATCH,
+  [ErrorCode.UNSUPPORTED_PROTOCOL_VERSION]: JsonRpcCode.UNSUPPORTED_PROTOCOL_VERSION,
+  [ErrorCode.METHOD_NOT_FOUND]: JsonRpcCode.METHOD_NOT_FOUND,
   [ErrorCode.BRIDGE_UNREACHABLE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BRIDGE_REINIT_FAILED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BRIDGE_SESSION_NOT_FOUND]: JsonRpcCode.SERVER_ERROR,

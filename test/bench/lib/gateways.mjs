@@ -19,6 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from '@modelcontextprotocol/client';
 import { listeningSockets, LOOPBACK, pidsWithMarker, psSnapshot, treeRss } from './procs.mjs';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -75,6 +76,7 @@ export const GATEWAYS = [
     endpoints: [
       { id: 'daemon-server', label: 'mcpool daemon /mcp/everything', path: '/mcp/everything', transport: 'http', tool: 'echo' },
       { id: 'daemon-all', label: 'mcpool daemon /mcp (aggregated)', path: '/mcp', transport: 'http', tool: 'everything__echo' },
+      { id: 'daemon-all-modern', label: 'mcpool daemon /mcp (aggregated), SDK v2 client at 2026-07-28', path: '/mcp', transport: 'modern', tool: 'everything__echo' },
     ],
     async prepare({ mark, port, dir, token }) {
       // The marker goes in the config file's name: `serve` (commander) refuses unknown arguments.
@@ -267,6 +269,19 @@ function fetchWithoutListenerWarning(url, init) {
 /** An MCP client session to `url`: Streamable HTTP or legacy SSE. Ready = connected and tools listed. */
 export async function connectHttp(url, { transport: kind, headers = {} }) {
   const options = { requestInit: { headers }, fetch: fetchWithoutListenerWarning };
+  if (kind === 'modern') {
+    // A stateless 2026-07-28 client (SDK v2, pinned): server/discover, then per-request _meta, no session.
+    const client = new ClientV2({ name: 'mcpool-bench-gateway-modern', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    const transport = new StreamableHTTPClientTransportV2(new URL(url), options);
+    try {
+      await client.connect(transport, { timeout: CALL_TIMEOUT_MS });
+      const { tools } = await client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
+      return { client, transport, tools: tools.map((t) => t.name), modern: true };
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+  }
   const transport = kind === 'sse' ? new SSEClientTransport(new URL(url), options) : new StreamableHTTPClientTransport(new URL(url), options);
   const client = new Client({ name: 'mcpool-bench-gateway', version: '0.0.0' }, { capabilities: {} });
   try {
@@ -307,7 +322,9 @@ export async function closeSession(session) {
 /** `call()` for one session: the echo tool, with a deadline; a tool error counts as a failure. */
 export function echoCall(session, tool) {
   return async () => {
-    const result = await session.client.callTool({ name: tool, arguments: ECHO_MESSAGE }, undefined, { timeout: CALL_TIMEOUT_MS });
+    const result = session.modern
+      ? await session.client.callTool({ name: tool, arguments: ECHO_MESSAGE }, { timeout: CALL_TIMEOUT_MS })
+      : await session.client.callTool({ name: tool, arguments: ECHO_MESSAGE }, undefined, { timeout: CALL_TIMEOUT_MS });
     if (result.isError) throw new Error(`the tool answered with an error: ${JSON.stringify(result.content).slice(0, 200)}`);
   };
 }

@@ -12,17 +12,12 @@
 import type { Principal } from '../auth.js';
 import { OPERATOR_ID } from '../auth.js';
 import type { DaemonSettings } from '../config/daemonConfig.js';
-import { qualify } from './naming.js';
+import { qualify, type GatewayAccess } from '@mcpool/gateway';
 
 /** The principal of `/mcp` requests in the no-token loopback test mode (not a valid client id). */
 export const ANONYMOUS_ID = 'anonymous:loopback';
 
-export interface GatewayAccess {
-  /** Configured servers this principal may list and call. */
-  readonly servers: ReadonlySet<string>;
-  /** Whether the tool or prompt `name` of `server` is visible and callable. */
-  allows(server: string, name: string): boolean;
-}
+export type { GatewayAccess };
 
 const NOTHING: GatewayAccess = { servers: new Set(), allows: () => false };
 

@@ -13,6 +13,7 @@
  *   capped (`daemon.mcpBodyLimitBytes`, 413).
  */
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -21,10 +22,10 @@ import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
-import { ANONYMOUS_ID, accessOf } from './access.js';
+import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
 import { GatewaySession } from './gatewaySession.js';
 import { UpstreamLogLevels } from './logLevels.js';
-import { RpcCode, rpcErrorBody } from './rpcErrors.js';
+import { ModernRouter, RpcCode, classifyEra, rpcErrorBody, type ModernAnswer } from '@mcpool/gateway';
 
 export interface GatewayOptions {
   daemon: Daemon;
@@ -89,6 +90,11 @@ export class Gateway {
    */
   readonly #joinWaits = new Map<string, number>();
 
+  /** 2026-07-28 callers: stateless, served by the router over views it keeps per (principal, endpoint). */
+  readonly #modern: ModernRouter;
+  /** Modern answers being written (streams included): each ends with the gateway. */
+  readonly #modernResponses = new Set<ServerResponse>();
+
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
     this.#redactor = options.redactor;
@@ -104,6 +110,14 @@ export class Gateway {
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
     this.#daemon.countMcpSessionsWith(() => this.#sessions.size, () => this.countByClient());
+    this.#modern = new ModernRouter({
+      pool: this.#daemon.pool,
+      config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
+      version: this.#daemon.version,
+      logger: this.#logger,
+      viewIdleMs: Math.min(settings.mcpSessionTtlMs, 60_000),
+      observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
+    });
   }
 
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
@@ -179,6 +193,8 @@ export class Gateway {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#reaper);
+    await this.#modern.close();
+    for (const res of this.#modernResponses) res.end();
     await Promise.all([...this.#sessions.values()].map((session) => session.close('daemon shutting down')));
   }
 
@@ -188,6 +204,10 @@ export class Gateway {
     if (typeof request.headers['mcp-session-id'] === 'string') return this.#withSession(request, reply, scope);
     const body = request.body;
     if (!isInitializeRequest(body)) {
+      // Not the legacy handshake and no legacy session: a 2026-07-28 request is served statelessly.
+      const verdict = classifyEra('POST', request.headers, body);
+      if (verdict.era === 'reject') return reply.code(verdict.status).send(verdict.body);
+      if (verdict.era === 'modern') return this.#modernPost(request, reply, scope);
       return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: no Mcp-Session-Id header (only an initialize request may come without one)'));
     }
     // The transport would refuse these too, but only after the servers were acquired.
@@ -211,16 +231,9 @@ export class Gateway {
       this.#logger.warn({ client: principal.id, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
       return this.#refuse(reply, ErrorCode.SESSION_CAP_REACHED, `too many open MCP sessions (daemon.mcpMaxSessions ${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire`);
     }
-    const configured = Object.keys(this.#daemon.config.servers);
-    const access = accessOf(principal, settings, configured);
-    let servers: string[];
-    if (scope === undefined) {
-      servers = [...access.servers];
-    } else {
-      if (!configured.includes(scope)) return reply.code(404).send(rpcErrorBody(RpcCode.SERVER_ERROR, `no configured server is named ${JSON.stringify(scope)}`));
-      if (!access.servers.has(scope)) return reply.code(403).send(rpcErrorBody(RpcCode.SERVER_ERROR, `this client may not use server ${JSON.stringify(scope)}`));
-      servers = [scope];
-    }
+    const access = accessOf(principal, settings, Object.keys(this.#daemon.config.servers));
+    if (this.#scopeRefused(reply, scope, access)) return reply;
+    const servers = scope === undefined ? [...access.servers] : [scope];
 
     this.#opening.set(principal.id, (this.#opening.get(principal.id) ?? 0) + 1);
     this.#openingTotal += 1;
@@ -283,6 +296,82 @@ export class Gateway {
     let since = this.#joinWaits.get(name);
     if (since === undefined) this.#joinWaits.set(name, (since = Date.now()));
     return since + this.#daemon.settings.mcpJoinWaitMs;
+  }
+
+  /** `/mcp/<server>` of a server that is not configured (404) or not this client's (403): answered, true. */
+  #scopeRefused(reply: FastifyReply, scope: string | undefined, access: GatewayAccess): boolean {
+    if (scope === undefined) return false;
+    if (!Object.hasOwn(this.#daemon.config.servers, scope)) {
+      void reply.code(404).send(rpcErrorBody(RpcCode.SERVER_ERROR, `no configured server is named ${JSON.stringify(scope)}`));
+      return true;
+    }
+    if (!access.servers.has(scope)) {
+      void reply.code(403).send(rpcErrorBody(RpcCode.SERVER_ERROR, `this client may not use server ${JSON.stringify(scope)}`));
+      return true;
+    }
+    return false;
+  }
+
+  /** A 2026-07-28 request: routed once, answered as JSON, or as SSE when something streams before the result. */
+  async #modernPost(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
+    const principal = request.principal!;
+    if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+    const access = accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers));
+    if (this.#scopeRefused(reply, scope, access)) return reply;
+    const gone = new AbortController();
+    const raw = reply.raw;
+    raw.once('close', () => {
+      if (!raw.writableFinished) gone.abort();
+    });
+    const answer = await this.#modern.handle({ message: request.body, headers: request.headers, caller: { principal: principal.id, scope, access }, signal: gone.signal });
+    if (gone.signal.aborted) {
+      if (answer.kind === 'stream') answer.stream.end();
+      return reply;
+    }
+    if (answer.kind === 'json') {
+      if (answer.body === undefined) return reply.code(answer.status).send();
+      // The app's onSend hook scrubs every secret from the serialized body, as on REST.
+      return reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
+    }
+    await this.#stream(reply, answer, gone.signal);
+    return reply;
+  }
+
+  /** Writes a streamed answer as SSE (keep-alive comments on a quiet stream) until it ends or the client goes. */
+  async #stream(reply: FastifyReply, answer: Extract<ModernAnswer, { kind: 'stream' }>, gone: AbortSignal): Promise<void> {
+    const raw = reply.raw;
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+    // Hijacked: no hook of the app sees these bytes, so each message is scrubbed here.
+    reply.hijack();
+    raw.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    raw.flushHeaders();
+    this.#modernResponses.add(raw);
+    const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), this.#daemon.settings.heartbeatMs);
+    keepAlive.unref();
+    const stop = (): void => answer.stream.end();
+    gone.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const message of answer.stream) {
+        if (raw.destroyed) break;
+        // A client that reads slowly holds the stream (which drops its oldest past its bound), not the daemon's memory.
+        if (!raw.write(`event: message\ndata: ${JSON.stringify(this.#redactor.scrubValue(message))}\n\n`)) {
+          await new Promise<void>((resolve) => {
+            const done = (): void => {
+              raw.off('drain', done);
+              raw.off('close', done);
+              resolve();
+            };
+            raw.once('drain', done);
+            raw.once('close', done);
+          });
+        }
+      }
+    } finally {
+      clearInterval(keepAlive);
+      gone.removeEventListener('abort', stop);
+      this.#modernResponses.delete(raw);
+      if (!raw.writableEnded) raw.end();
+    }
   }
 
   /** Open sessions of one client (O(open sessions): bounded by `mcpMaxSessions`). */

@@ -35,12 +35,11 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { RpcCode, RpcError, acquireFailure, acquireView, endpointCapabilities, qualify, splitQualified, templateMatches, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from '@mcpool/gateway';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
 import { SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
-import { qualify, splitQualified, templateMatches } from './naming.js';
-import { RpcCode, RpcError, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from './rpcErrors.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 type Params = Record<string, unknown>;
@@ -325,19 +324,10 @@ export class GatewaySession {
     if (slot.view !== undefined) return Promise.resolve(slot.view);
     slot.acquiring ??= (async () => {
       try {
-        const config = this.#deps.config(slot.name);
-        if (config === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
         // The principal is the token's client id: a per-principal server is shared by its sessions only.
-        const view = await this.#deps.pool.acquire(slot.name, config, this.poolSessionId, {
-          principal: this.principalId,
-          ...(this.#client === undefined ? {} : { client: this.#client }),
-        });
-        await view.ready;
-        if (this.closed) {
-          // releaseSession may have run before this view was indexed: give it back here too.
-          void view.release().catch(() => undefined);
-          return undefined;
-        }
+        const options = { principal: this.principalId, ...(this.#client === undefined ? {} : { client: this.#client }) };
+        const view = await acquireView(this.#deps.pool, slot.name, this.#deps.config(slot.name), this.poolSessionId, options, () => this.closed);
+        if (view === undefined) return undefined;
         slot.view = view;
         slot.error = undefined;
         this.#wire(slot, view);
@@ -348,7 +338,7 @@ export class GatewaySession {
         }
         return view;
       } catch (error) {
-        slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
+        slot.error = acquireFailure(error);
         slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
         // A failed spawn has its one log line from the daemon's entry watcher already.
         const spawnFailure = slot.error.code === ErrorCode.SPAWN_FAILED || slot.error.code === ErrorCode.SPAWN_TIMEOUT;
@@ -447,18 +437,7 @@ export class GatewaySession {
   // --- Requests ---------------------------------------------------------------------------------
 
   #capabilities(): ServerCapabilities {
-    const caps = this.#views().map(({ view }) => view.capabilities as ServerCapabilities);
-    const has = (kind: keyof ServerCapabilities) => caps.some((c) => c[kind] !== undefined && c[kind] !== null);
-    const out: ServerCapabilities = {};
-    // A server still joining may bring any of the lists: they are declared (empty until it does).
-    const joining = this.joining > 0;
-    // The aggregating endpoint always has tools (possibly none yet); list changes are forwarded.
-    if (this.scope === undefined || has('tools')) out.tools = { listChanged: true };
-    if (joining || has('prompts')) out.prompts = { listChanged: true };
-    if (joining || has('resources')) out.resources = { listChanged: true, ...(caps.some((c) => c.resources?.subscribe === true) ? { subscribe: true } : {}) };
-    if (has('logging')) out.logging = {};
-    if (has('completions')) out.completions = {};
-    return out;
+    return endpointCapabilities(this.scope === undefined, this.#views().map(({ view }) => view.capabilities), this.joining > 0);
   }
 
   #register(server: Server): void {

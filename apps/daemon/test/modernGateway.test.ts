@@ -1,0 +1,375 @@
+/**
+ * `/mcp` for 2026-07-28 callers, in process: a real Daemon and its fastify app on 127.0.0.1:0, real
+ * fixture servers behind it (a dual-era v2-SDK server, served modern by the pool, and a legacy
+ * v1 server), an SDK v2 client pinned to 2026-07-28 and an SDK v1 client side by side, and raw
+ * node:http requests for what a client library would hide (headers, status codes, SSE framing).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request as httpRequest } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+import type { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { pidsWithMarker, fixtureConfig, marker, textOf } from '../../../test/helpers/processes.js';
+import { harness, type Harness } from './helpers.js';
+import { ACCEPT_BOTH, connectClient, messagesOf, raw, type RawResponse } from './gatewayHelpers.js';
+
+const dualMark = marker('modern-dual');
+const echoMark = marker('modern-echo');
+const changesMark = marker('modern-changes');
+const confMark = marker('modern-conformance');
+const ALICE = `alice-${randomUUID()}`;
+const VERSION = '2026-07-28';
+
+let h: Harness;
+let base: string;
+const closers: (() => Promise<unknown>)[] = [];
+
+const envelope = (name = 'raw-modern'): Record<string, unknown> => ({
+  'io.modelcontextprotocol/protocolVersion': VERSION,
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+  'io.modelcontextprotocol/clientInfo': { name, version: '1.0.0' },
+});
+
+interface ModernOptions {
+  id?: number | string;
+  path?: string;
+  token?: string;
+  headers?: Record<string, string>;
+  meta?: Record<string, unknown>;
+  /** Leave these standard headers out. */
+  omit?: string[];
+}
+
+let nextId = 1;
+
+/** The standard headers a modern client sends for `method` (Mcp-Name from params.name / params.uri). */
+function modernHeaders(method: string, params: Record<string, unknown>, options: ModernOptions): Record<string, string> {
+  const name = method === 'resources/read' ? params.uri : method === 'tools/call' || method === 'prompts/get' ? params.name : undefined;
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${options.token ?? h.token}`,
+    'content-type': 'application/json',
+    accept: ACCEPT_BOTH,
+    'mcp-protocol-version': VERSION,
+    'mcp-method': method,
+    ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+  };
+  for (const omitted of options.omit ?? []) delete headers[omitted];
+  return { ...headers, ...options.headers };
+}
+
+function modernBody(method: string, params: Record<string, unknown>, options: ModernOptions): Record<string, unknown> {
+  return { jsonrpc: '2.0', id: options.id ?? nextId++, method, params: { ...params, _meta: { ...envelope(), ...options.meta } } };
+}
+
+function modern(method: string, params: Record<string, unknown> = {}, options: ModernOptions = {}): Promise<RawResponse> {
+  return raw(base, { path: options.path ?? '/mcp', headers: modernHeaders(method, params, options), body: modernBody(method, params, options) });
+}
+
+/** The one response of a modern answer (JSON, or the last message of an SSE one). */
+function responseOf(answer: RawResponse): Record<string, unknown> {
+  const messages = messagesOf(answer);
+  return messages.at(-1)!;
+}
+
+/** A `subscriptions/listen` stream read as it comes. */
+interface OpenStream {
+  messages: Record<string, unknown>[];
+  waitFor(predicate: (messages: Record<string, unknown>[]) => boolean, what: string, ms?: number): Promise<void>;
+  comments: () => number;
+  close(): void;
+  status: Promise<number>;
+}
+
+function openListen(notifications: Record<string, unknown>, id: number | string = `listen-${randomUUID()}`): OpenStream {
+  const params = { notifications };
+  const options: ModernOptions = { id };
+  const payload = JSON.stringify(modernBody('subscriptions/listen', params, options));
+  const messages: Record<string, unknown>[] = [];
+  let comments = 0;
+  let buffer = '';
+  const waiters = new Set<() => void>();
+  let resolveStatus!: (status: number) => void;
+  const status = new Promise<number>((resolve) => (resolveStatus = resolve));
+  const req = httpRequest(`${base}/mcp`, { method: 'POST', headers: { ...modernHeaders('subscriptions/listen', params, options), 'content-length': Buffer.byteLength(payload) } }, (res) => {
+    resolveStatus(res.statusCode!);
+    res.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        for (const line of event.split('\n')) {
+          if (line.startsWith(':')) comments += 1;
+          if (line.startsWith('data: ')) messages.push(JSON.parse(line.slice(6)) as Record<string, unknown>);
+        }
+      }
+      for (const wake of waiters) wake();
+    });
+    res.on('error', () => undefined);
+  });
+  req.on('error', () => undefined);
+  req.end(payload);
+  const stream: OpenStream = {
+    messages,
+    comments: () => comments,
+    status,
+    close: () => req.destroy(),
+    waitFor: (predicate, what, ms = 60_000) =>
+      new Promise<void>((resolve, reject) => {
+        if (predicate(messages)) return resolve();
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(messages)}`));
+        }, ms);
+        const check = (): void => {
+          if (!predicate(messages)) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+      }),
+  };
+  closers.push(async () => stream.close());
+  return stream;
+}
+
+async function v2Client(path = '/mcp'): Promise<ClientV2> {
+  const client = new ClientV2({ name: 'modern-v2-client', version: '2.4.0' }, { versionNegotiation: { mode: { pin: VERSION } } });
+  await client.connect(new TransportV2(new URL(`${base}${path}`), { requestInit: { headers: { authorization: `Bearer ${h.token}` } } }));
+  closers.push(() => client.close());
+  return client;
+}
+
+async function v1Client(path = '/mcp'): Promise<ClientV1> {
+  const { client } = await connectClient(`${base}${path}`, h.token);
+  closers.push(() => client.close());
+  return client;
+}
+
+const listChanged = (id: unknown) => (messages: Record<string, unknown>[]) =>
+  messages.some((m) => m.method === 'notifications/tools/list_changed' && (m.params as { _meta?: Record<string, unknown> })._meta?.['io.modelcontextprotocol/subscriptionId'] === id);
+
+beforeAll(async () => {
+  h = await harness(
+    {
+      mcpServers: {
+        dual: fixtureConfig('v2EraServer.mjs', dualMark, { sharing: 'shared' }),
+        echo: fixtureConfig('echo.mjs', echoMark, { sharing: 'shared' }),
+        changes: fixtureConfig('listChanged.mjs', changesMark, { sharing: 'shared' }),
+        conf: fixtureConfig('conformance.mjs', confMark, { sharing: 'shared' }),
+      },
+      daemon: {
+        heartbeatMs: 200,
+        clients: [{ id: 'alice', tokenEnv: 'MG_ALICE', rights: ['read'], servers: ['dual', 'echo'], excludeTools: ['echo__add'] }],
+      },
+    },
+    { env: { MG_ALICE: ALICE }, marks: [dualMark, echoMark, changesMark, confMark] },
+  );
+  await h.app.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+  await h?.close();
+});
+
+describe('both eras on one /mcp', () => {
+  it('an SDK v2 client pinned to 2026-07-28 and an SDK v1 client share one upstream process, and each lists, calls, reads and gets prompts', async () => {
+    const modernClient = await v2Client();
+    const legacyClient = await v1Client();
+    expect(modernClient.getProtocolEra()).toBe('modern');
+
+    for (const client of [modernClient, legacyClient] as const) {
+      const tools = (await client.listTools()).tools.map((tool) => tool.name);
+      expect(tools).toEqual(expect.arrayContaining(['dual__echo', 'dual__pid', 'echo__echo', 'changes__base']));
+      const echoed = await client.callTool({ name: 'dual__echo', arguments: { text: 'hi' } });
+      expect(textOf(echoed as Record<string, unknown>)).toBe('hi');
+      const prompts = (await client.listPrompts()).prompts.map((prompt) => prompt.name);
+      expect(prompts).toContain('echo__greet');
+      const prompt = await client.getPrompt({ name: 'echo__greet', arguments: { name: 'Ada' } });
+      expect(JSON.stringify(prompt.messages)).toContain('Ada');
+      const read = await client.readResource({ uri: 'fixture://info' });
+      expect(read.contents[0]?.uri).toBe('fixture://info');
+    }
+    // One process behind both: the same pid through either era, and one process with the marker.
+    const pidOf = async (client: ClientV1 | ClientV2) => (JSON.parse(textOf((await client.callTool({ name: 'dual__pid', arguments: {} })))) as { pid: number }).pid;
+    const [modernPid, legacyPid] = [await pidOf(modernClient), await pidOf(legacyClient)];
+    expect(modernPid).toBe(legacyPid);
+    expect(pidsWithMarker(dualMark)).toEqual([modernPid]);
+  });
+
+  it('a modern caller’s own _meta (client info, capabilities, version, trace context) reaches the modern upstream; a legacy upstream gets none of the envelope', async () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const answer = await modern('tools/call', { name: 'dual__meta', arguments: {} }, { meta: { 'io.modelcontextprotocol/clientInfo': { name: 'who-asks', version: '9.9.9' } }, headers: { traceparent } });
+    expect(answer.status).toBe(200);
+    const seen = JSON.parse(textOf((responseOf(answer).result as Record<string, unknown>))) as { envelope: Record<string, unknown> | null; meta: Record<string, unknown> | null };
+    const all = { ...seen.envelope, ...seen.meta };
+    expect(JSON.stringify(all)).toContain('who-asks');
+    expect(JSON.stringify(all)).toContain('elicitation');
+    expect(JSON.stringify(all)).toContain(traceparent);
+  });
+
+  it('a call with nothing streamed answers JSON; one whose progress comes first answers SSE, the result last', async () => {
+    const plain = await modern('tools/call', { name: 'dual__echo', arguments: { text: 'json' } });
+    expect(plain.headers['content-type']).toContain('application/json');
+    expect((responseOf(plain).result as Record<string, unknown>).resultType).toBe('complete');
+    const streamed = await modern('tools/call', { name: 'dual__progress', arguments: { steps: 3, intervalMs: 20 } }, { meta: { progressToken: 'p-1' } });
+    expect(streamed.headers['content-type']).toContain('text/event-stream');
+    const messages = messagesOf(streamed);
+    expect(messages.filter((m) => m.method === 'notifications/progress').map((m) => (m.params as { progressToken: unknown }).progressToken)).toEqual(['p-1', 'p-1', 'p-1']);
+    expect(textOf(messages.at(-1)!.result as Record<string, unknown>)).toBe('done 3');
+  });
+
+  it('server/discover names the capabilities behind the URL; lists are sorted, private and carry ttlMs', async () => {
+    const discover = responseOf(await modern('server/discover'));
+    const result = discover.result as Record<string, unknown>;
+    expect(result.supportedVersions).toEqual([VERSION]);
+    expect(result.capabilities).toMatchObject({ tools: { listChanged: true }, prompts: {}, resources: {} });
+    const single = responseOf(await modern('server/discover', {}, { path: '/mcp/dual' })).result as Record<string, unknown>;
+    expect(single.capabilities).toEqual({ tools: { listChanged: true } });
+    expect((single._meta as Record<string, unknown>)['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: 'fixture-dual-era' });
+
+    const listed = responseOf(await modern('tools/list')).result as { tools: { name: string }[]; cacheScope: string; ttlMs: number };
+    const names = listed.tools.map((tool) => tool.name);
+    expect(names).toEqual([...names].sort());
+    expect(listed.cacheScope).toBe('private');
+    expect(listed.ttlMs).toBe(0);
+    const scoped = responseOf(await modern('tools/list', {}, { path: '/mcp/dual' })).result as { tools: { name: string }[]; cacheScope: string };
+    expect(scoped.tools.map((tool) => tool.name)).toContain('echo');
+    expect(scoped.cacheScope).toBe('private');
+  });
+});
+
+describe('names and access', () => {
+  it('a prefixed name in Mcp-Name is accepted and reaches the server unprefixed; unknown and forbidden tools both answer -32602', async () => {
+    const ok = await modern('tools/call', { name: 'echo__echo', arguments: { text: 'x' } }, { token: ALICE });
+    expect(textOf(responseOf(ok).result as Record<string, unknown>)).toBe('x');
+    const forbidden = responseOf(await modern('tools/call', { name: 'echo__add', arguments: { a: 1, b: 2 } }, { token: ALICE }));
+    const unknown = responseOf(await modern('tools/call', { name: 'echo__nope', arguments: {} }, { token: ALICE }));
+    const otherServer = responseOf(await modern('tools/call', { name: 'changes__base', arguments: {} }, { token: ALICE }));
+    for (const answer of [forbidden, unknown, otherServer]) expect((answer.error as { code: number }).code).toBe(-32602);
+    expect((forbidden.error as { message: string }).message).toBe('Unknown tool: echo__add');
+    const listed = (responseOf(await modern('tools/list', {}, { token: ALICE })).result as { tools: { name: string }[] }).tools.map((tool) => tool.name);
+    expect(listed).not.toContain('echo__add');
+    expect(listed).not.toContain('changes__base');
+  });
+});
+
+describe('Mcp-Param headers', () => {
+  it('a tool’s x-mcp-header argument must come with its Mcp-Param header (plain or base64), equal to the body', async () => {
+    const call = (headers: Record<string, string>) => modern('tools/call', { name: 'dual__regional', arguments: { region: 'eu-west', text: 'hi' } }, { headers });
+    const ok = await call({ 'mcp-param-region': 'eu-west' });
+    expect(textOf(responseOf(ok).result as Record<string, unknown>)).toBe('eu-west: hi');
+    const encoded = await call({ 'mcp-param-region': `=?base64?${Buffer.from('eu-west').toString('base64')}?=` });
+    expect(textOf(responseOf(encoded).result as Record<string, unknown>)).toBe('eu-west: hi');
+    for (const refused of [await call({ 'mcp-param-region': 'us-east' }), await call({})]) {
+      expect(refused.status).toBe(400);
+      expect((JSON.parse(refused.body) as { error: { code: number } }).error.code).toBe(-32020);
+    }
+  });
+});
+
+describe('header checks', () => {
+  it('header mismatches give the spec’s status/code pairs; a notification gets 202', async () => {
+    const codeOf = (answer: RawResponse) => ({ status: answer.status, code: (JSON.parse(answer.body) as { error?: { code: number } }).error?.code });
+    expect(codeOf(await modern('tools/list', {}, { headers: { 'mcp-method': 'prompts/list' } }))).toEqual({ status: 400, code: -32020 });
+    expect(codeOf(await modern('tools/list', {}, { omit: ['mcp-method'] }))).toEqual({ status: 400, code: -32020 });
+    expect(codeOf(await modern('tools/list', {}, { omit: ['mcp-protocol-version'] }))).toEqual({ status: 400, code: -32020 });
+    expect(codeOf(await modern('tools/call', { name: 'dual__echo', arguments: { text: 'a' } }, { headers: { 'mcp-name': 'dual__pid' } }))).toEqual({ status: 400, code: -32020 });
+    expect(codeOf(await modern('tools/call', { name: 'dual__echo', arguments: { text: 'a' } }, { omit: ['mcp-name'] }))).toEqual({ status: 400, code: -32020 });
+    const base64 = `=?base64?${Buffer.from('dual__echo').toString('base64')}?=`;
+    expect(codeOf(await modern('tools/call', { name: 'dual__echo', arguments: { text: 'a' } }, { headers: { 'mcp-name': base64 } }))).toEqual({ status: 200, code: undefined });
+    expect(codeOf(await modern('tools/list', {}, { headers: { 'mcp-protocol-version': '2025-11-25' } }))).toEqual({ status: 400, code: -32020 });
+
+    const unsupported = await modern('tools/list', {}, { headers: { 'mcp-protocol-version': '2027-01-01' }, meta: { 'io.modelcontextprotocol/protocolVersion': '2027-01-01' } });
+    expect(codeOf(unsupported)).toEqual({ status: 400, code: -32022 });
+    expect((JSON.parse(unsupported.body) as { error: { data: { supported: string[] } } }).error.data.supported).toEqual([VERSION]);
+
+    expect(codeOf(await modern('ping'))).toEqual({ status: 404, code: -32601 });
+    expect(codeOf(await modern('logging/setLevel', { level: 'info' }))).toEqual({ status: 404, code: -32601 });
+
+    const notification = await raw(base, {
+      path: '/mcp',
+      headers: modernHeaders('notifications/cancelled', {}, {}),
+      body: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: envelope() } },
+    });
+    expect(notification.status).toBe(202);
+    expect(notification.body).toBe('');
+  });
+});
+
+describe('MRTR through a modern upstream', () => {
+  it('input_required passes through unchanged, the retry with the byte-exact requestState is answered, a tampered one is the upstream’s error', async () => {
+    const first = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' } }));
+    const asked = first.result as { resultType: string; inputRequests: Record<string, { method: string }>; requestState: string };
+    expect(asked.resultType).toBe('input_required');
+    expect(asked.inputRequests.confirm?.method).toBe('elicitation/create');
+    expect(typeof asked.requestState).toBe('string');
+
+    const inputResponses = { confirm: { action: 'accept', content: { ok: true } } };
+    const retry = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' }, inputResponses, requestState: asked.requestState }));
+    expect(textOf(retry.result as Record<string, unknown>)).toBe('confirmed car: {"action":"accept","content":{"ok":true}}');
+
+    const tampered = `${asked.requestState.slice(0, -4)}AAAA`;
+    const refused = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' }, inputResponses, requestState: tampered }));
+    expect((refused.error as { code: number }).code).toBe(-32602);
+  });
+});
+
+describe('a legacy upstream’s elicitation during a modern call', () => {
+  it('becomes an input_required result for the caller; its retry answers the upstream request and gets the call’s result; a forged state is refused', async () => {
+    const params = { name: 'conf__test_elicitation', arguments: { message: 'Who are you?' } };
+    const first = responseOf(await modern('tools/call', params));
+    const asked = first.result as { resultType: string; inputRequests: Record<string, { method: string; params: { message: string } }>; requestState: string };
+    expect(asked.resultType).toBe('input_required');
+    const [key, request] = Object.entries(asked.inputRequests)[0]!;
+    expect(request.method).toBe('elicitation/create');
+    expect(request.params.message).toBe('Who are you?');
+
+    const forged = responseOf(await modern('tools/call', { ...params, inputResponses: { [key]: { action: 'accept', content: {} } }, requestState: `${asked.requestState.slice(0, -3)}abc` }));
+    expect((forged.error as { code: number }).code).toBe(-32602);
+
+    const inputResponses = { [key]: { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } } };
+    const retry = responseOf(await modern('tools/call', { ...params, inputResponses, requestState: asked.requestState }));
+    expect(textOf(retry.result as Record<string, unknown>)).toContain('ada');
+    // Spent: the same state again is refused.
+    const again = responseOf(await modern('tools/call', { ...params, inputResponses, requestState: asked.requestState }));
+    expect((again.error as { code: number }).code).toBe(-32602);
+  });
+});
+
+describe('subscriptions/listen', () => {
+  it('acknowledges the honoured subset, tags list_changed with the subscription id after a tools change and after the upstream is killed and back, and sends keep-alives', async () => {
+    const id = `listen-${randomUUID()}`;
+    const listen = openListen({ toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['nope://x'] }, id);
+    await listen.waitFor((m) => m.length > 0, 'the acknowledgement');
+    expect(await listen.status).toBe(200);
+    expect(listen.messages[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: [] }, _meta: { 'io.modelcontextprotocol/subscriptionId': id } },
+    });
+
+    const added = await modern('tools/call', { name: 'changes__add_tool', arguments: { name: `t${Date.now()}` } });
+    expect(added.status).toBe(200);
+    await listen.waitFor(listChanged(id), 'list_changed after add_tool');
+
+    const before = listen.messages.length;
+    const [pid] = pidsWithMarker(changesMark);
+    expect(pid).toBeDefined();
+    process.kill(pid!, 'SIGKILL');
+    await listen.waitFor((m) => m.length > before && listChanged(id)(m.slice(before)), 'list_changed after the upstream came back', 90_000);
+    await listen.waitFor(() => listen.comments() > 0, 'a keep-alive comment');
+    listen.close();
+  });
+
+  it('a filter with nothing to honour is acknowledged and completed at once', async () => {
+    const answer = await modern('subscriptions/listen', { notifications: {} }, { path: '/mcp/dual' });
+    const messages = messagesOf(answer);
+    expect(messages[0]?.method).toBe('notifications/subscriptions/acknowledged');
+    expect((messages[0]?.params as { notifications: unknown }).notifications).toEqual({});
+    expect(messages.at(-1)).toMatchObject({ result: { resultType: 'complete' } });
+  });
+});
