@@ -275,6 +275,7 @@ export class Daemon {
           ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
           ...(entry.era === undefined ? {} : { era: entry.era }),
           ...(entry.health === undefined ? {} : { health: entry.health }),
+          ...(entry.throttled === undefined ? {} : { throttled: entry.throttled }),
         })),
       };
     });

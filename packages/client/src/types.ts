@@ -39,6 +39,8 @@ export interface EntrySummaryItem {
   era?: 'legacy' | 'modern';
   /** Present when a call to the entry hit its deadline and none has been answered since (a stopped or hung server). */
   health?: 'unresponsive';
+  /** Present while the server floods and the pool reads it only as fast as its bound allows. */
+  throttled?: true;
 }
 
 /** One server cell of `GET /workspace/mcp`. */

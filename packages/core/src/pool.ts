@@ -189,6 +189,11 @@ export interface EntrySummary {
    * hung server) and no call has succeeded since. Cleared by the next call that gets an answer.
    */
   health?: 'unresponsive';
+  /**
+   * Present while the server sends more on its own than its sessions may get (a notification
+   * flood): the actor reads it only as fast as the bound allows, so it is slowed, others are not.
+   */
+  throttled?: true;
 }
 
 export interface ServerSnapshotSummary {
@@ -258,6 +263,8 @@ interface PoolEntry {
   lastPongAt: number;
   /** A call hit its deadline and none has been answered since. */
   callsTimingOut: boolean;
+  /** The actor holds back reading the server (it floods). */
+  throttled: boolean;
   /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
   generation: number;
 }
@@ -570,6 +577,7 @@ export class McpTransportPool {
         ...placementFields(entry.placement),
         ...(entry.era ? { era: entry.era } : {}),
         ...(entry.callsTimingOut && !isTerminal(entry.status) ? { health: 'unresponsive' as const } : {}),
+        ...(entry.throttled && !isTerminal(entry.status) ? { throttled: true as const } : {}),
       });
       if (entry.budgetHeld) bySharing[entry.placement.sharing] += 1;
     }
@@ -817,6 +825,7 @@ export class McpTransportPool {
       missedPings: 0,
       lastPongAt: performance.now(),
       callsTimingOut: false,
+      throttled: false,
       generation: 0,
       era: undefined,
     };
@@ -1049,6 +1058,10 @@ export class McpTransportPool {
     }
     if (ev === 'reaped') {
       this.#ledger?.remove((data as ActorEvents['reaped']).pgid);
+      return;
+    }
+    if (ev === 'throttle') {
+      entry.throttled = (data as ActorEvents['throttle']).throttled;
       return;
     }
     if (ev === 'era') {

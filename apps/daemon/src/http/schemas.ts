@@ -73,7 +73,7 @@ export const workspaceMcpSchema = z.object({
       mcpStatus: z.enum(['connected', 'connecting', 'disconnected']),
       entryCount: z.number().int(),
       entrySummary: z.array(
-        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional() }).strict(),
+        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional(), throttled: z.literal(true).optional() }).strict(),
       ),
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
