@@ -89,6 +89,10 @@ export interface WorkspaceMcpStatus {
 export interface WorkspaceLimits {
   /** Live actor threads (one per pool entry) and their hard cap (`maxActors`). */
   actors: { live: number; max: number };
+  /** Servers one session starts at once (`maxParallelSpawns`); the rest wait their turn. */
+  parallelSpawns: { perSession: number };
+  /** How the supervisor pings actor threads, and how many missed pings in a row end one (`actorHeartbeat`). */
+  actorHeartbeat: { intervalMs: number; timeoutMs: number; misses: number };
   /** Open `/mcp` sessions, the cap for all clients together and the cap per client. */
   mcpSessions: { open: number; max: number; perClient: number };
   /** Open REST sessions and the cap per client. */

@@ -115,6 +115,13 @@ export interface McpTransportPoolOptions {
    * `MCPOOL_ACTOR_CAP_REACHED`. Sized for a 2-core laptop (~30 MB per thread). @default 64
    */
   maxActors?: number;
+  /**
+   * Spawns one session may have under way at once: a session that acquires many servers at once
+   * (a REST session or a `/mcp` session naming dozens) starts them this many at a time, the rest
+   * wait their turn (attaching to an entry that already exists never waits). Sized for a 2-core
+   * laptop: each spawn is a thread and a process starting. @default 4
+   */
+  maxParallelSpawnsPerSession?: number;
   /** How often each actor thread is pinged; a busy-looping thread is caught by it. @default 300 */
   heartbeatIntervalMs?: number;
   /** A ping unanswered this long counts as missed (one missed ping is not a death). @default 700 */
@@ -216,6 +223,10 @@ export interface PoolSnapshot {
   liveActors: number;
   /** The hard cap on live actor threads (`maxActors`). */
   maxActors: number;
+  /** Spawns one session may have under way at once (`maxParallelSpawnsPerSession`). */
+  maxParallelSpawnsPerSession: number;
+  /** The heartbeat the supervisor runs on actor threads (`heartbeatIntervalMs`, `heartbeatTimeoutMs`, `heartbeatMisses`). */
+  heartbeat: { intervalMs: number; timeoutMs: number; misses: number };
 }
 
 /** A key whose restarts exceeded the intensity: refused until a manual restart. */
@@ -274,6 +285,8 @@ const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 const LEDGER_REFRESH_MS = 5_000;
 /** Live actor threads at most: ~30 MB each, 64 is ~2 GB, what a 2-core laptop can carry beside its work. */
 const DEFAULT_MAX_ACTORS = 64;
+/** Spawns under way per session: two per core of a 2-core laptop. */
+const DEFAULT_MAX_PARALLEL_SPAWNS = 4;
 const SPAWN_TIMEOUT_STDIO_MS = 30_000;
 const SPAWN_TIMEOUT_PACKAGE_RUNNER_MS = 120_000;
 const SPAWN_TIMEOUT_REMOTE_MS = 10_000;
@@ -343,6 +356,9 @@ export class McpTransportPool {
   /** The supervisor's recent event-loop lateness (ms): the worst tick, decaying by half per tick. */
   #supervisorLagMs = 0;
   readonly #maxActors: number;
+  readonly #maxParallelSpawns: number;
+  /** Per session: spawns under way and the acquires waiting for one of them to settle. */
+  readonly #spawnSlots = new Map<string, { running: number; waiting: (() => void)[] }>();
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
   readonly #ledger: GroupLedger | undefined;
@@ -394,6 +410,10 @@ export class McpTransportPool {
     if (!Number.isInteger(this.#heartbeatMisses) || this.#heartbeatMisses < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.heartbeatMisses must be an integer ≥ 1, got ${options.heartbeatMisses}`);
     this.#maxActors = options.maxActors ?? DEFAULT_MAX_ACTORS;
     if (!Number.isInteger(this.#maxActors) || this.#maxActors < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxActors must be an integer ≥ 1, got ${options.maxActors}`);
+    this.#maxParallelSpawns = options.maxParallelSpawnsPerSession ?? DEFAULT_MAX_PARALLEL_SPAWNS;
+    if (!Number.isInteger(this.#maxParallelSpawns) || this.#maxParallelSpawns < 1) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxParallelSpawnsPerSession must be an integer ≥ 1, got ${options.maxParallelSpawnsPerSession}`);
+    }
   }
 
   /**
@@ -502,7 +522,27 @@ export class McpTransportPool {
           this.#evict(entry);
           entry = undefined;
         }
-        entry ??= this.#spawn(name, id, config, pooled, sessionId, placement);
+        if (entry === undefined) {
+          // A new entry waits for one of the session's spawn slots; the slot is held until it started or failed.
+          const slot = await this.#spawnSlot(sessionId);
+          try {
+            if (token.cancelled) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${sessionId} was released while acquiring ${name}`);
+            this.#assertOpen();
+            entry = this.#entries.get(id);
+            if (entry !== undefined && isTerminal(entry.status)) {
+              this.#evict(entry);
+              entry = undefined;
+            }
+            // Another acquire spawned it while this one waited: attach to that one.
+            if (entry === undefined) {
+              entry = this.#spawn(name, id, config, pooled, sessionId, placement);
+              void entry.ready.then(slot, slot);
+            } else slot();
+          } catch (error) {
+            slot();
+            throw error;
+          }
+        }
         const existing = entry.views.get(sessionId);
         if (existing !== undefined) return await shareView(existing, fields);
         // Index before the await: a releaseSession that runs meanwhile sees this acquire.
@@ -540,6 +580,29 @@ export class McpTransportPool {
       tokens.delete(token);
       if (tokens.size === 0 && this.#pending.get(sessionId) === tokens) this.#pending.delete(sessionId);
     }
+  }
+
+  /**
+   * Waits for one of `sessionId`'s spawn slots (`maxParallelSpawnsPerSession`); resolves with the
+   * function that gives it back (idempotent), which wakes the next waiter in arrival order.
+   */
+  async #spawnSlot(sessionId: string): Promise<() => void> {
+    let slots = this.#spawnSlots.get(sessionId);
+    if (slots === undefined) this.#spawnSlots.set(sessionId, (slots = { running: 0, waiting: [] }));
+    if (slots.running >= this.#maxParallelSpawns) {
+      const own = slots;
+      await new Promise<void>((resolve) => own.waiting.push(resolve));
+    } else slots.running += 1;
+    const held = slots;
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      // The slot passes straight to the next waiter (`running` unchanged), or is freed.
+      const next = held.waiting.shift();
+      if (next !== undefined) next();
+      else if (--held.running === 0 && this.#spawnSlots.get(sessionId) === held) this.#spawnSlots.delete(sessionId);
+    };
   }
 
   /** Releases one session's view of one entry. Unknown ids are ignored. */
@@ -592,7 +655,14 @@ export class McpTransportPool {
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
       server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
     }
-    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount, maxActors: this.#maxActors };
+    return {
+      servers,
+      budget: { ...this.#budget.cell(), bySharing },
+      liveActors: this.#host.liveCount,
+      maxActors: this.#maxActors,
+      maxParallelSpawnsPerSession: this.#maxParallelSpawns,
+      heartbeat: { intervalMs: this.#heartbeatIntervalMs, timeoutMs: this.#heartbeatTimeoutMs, misses: this.#heartbeatMisses },
+    };
   }
 
   /**

@@ -92,6 +92,8 @@ export const workspaceMcpSchema = z.object({
   sessions: z.number().int(),
   limits: z.object({
     actors: z.object({ live: z.number().int(), max: z.number().int() }).strict(),
+    parallelSpawns: z.object({ perSession: z.number().int() }).strict(),
+    actorHeartbeat: z.object({ intervalMs: z.number().int(), timeoutMs: z.number().int(), misses: z.number().int() }).strict(),
     mcpSessions: z.object({ open: z.number().int(), max: z.number().int(), perClient: z.number().int() }).strict(),
     sessions: z.object({ open: z.number().int(), perClient: z.number().int() }).strict(),
     injectedServers: z.object({ live: z.number().int(), perRequest: z.number().int(), perClient: z.number().int() }).strict(),
