@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -91,6 +92,8 @@ try {
     res.once('error', () => (streamClosedAt ??= performance.now()));
   });
   stalled.once('error', () => (streamClosedAt ??= performance.now()));
+  // A paused response emits no 'close' while its data is unread: the socket's close is the cut.
+  stalled.once('socket', (socket) => socket.once('close', () => (streamClosedAt ??= performance.now())));
   stalled.end();
 
   const { client } = await connect();
@@ -111,6 +114,9 @@ try {
   // The flooding server's own session: a second client whose GET stream is read.
   const { client: starter } = await connect();
   await starter.callTool({ name: 'flood__start', arguments: { perSecond: RATE, size: SIZE } });
+  // This process hosts the clients too: its own loop's delay is part of every latency measured.
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
   const before = rssMB();
   let peak = before;
   const flood = [];
@@ -126,6 +132,7 @@ try {
     }
     await delay(50);
   }
+  loop.disable();
   const sent = (await starter.callTool({ name: 'flood__stop', arguments: {} })).content[0].text;
   const after = rssMB();
   const cut = out.split('\n').find((l) => l.includes('closing a /mcp session whose client did not read'));
@@ -141,6 +148,7 @@ try {
     rssGrowthMB: Math.round(peak - before),
     calmEcho: { n: calm.length, p50: +pct(calm, 50).toFixed(1), p99: +pct(calm, 99).toFixed(1) },
     floodEcho: { n: flood.length, p50: +pct(flood, 50).toFixed(1), p99: +pct(flood, 99).toFixed(1), max: +Math.max(...flood).toFixed(1) },
+    benchLoopDelayMs: { p50: +(loop.percentile(50) / 1e6).toFixed(1), p99: +(loop.percentile(99) / 1e6).toFixed(1), max: +(loop.max / 1e6).toFixed(1) },
     stalledSessionCutAfterS: streamClosedAt === undefined ? null : +((streamClosedAt - t0) / 1000).toFixed(1),
     cutReasonLogged: cut === undefined ? null : JSON.parse(cut).msg,
     dropWarnings: dropped,

@@ -173,6 +173,10 @@ export class Daemon {
       ...(s.spawnTimeoutMs === undefined ? {} : { spawnTimeoutMs: s.spawnTimeoutMs }),
       callTimeoutMs: s.callTimeoutMs,
       maxActors: s.maxActors,
+      maxParallelSpawnsPerSession: s.maxParallelSpawns,
+      heartbeatIntervalMs: s.actorHeartbeat.intervalMs,
+      heartbeatTimeoutMs: s.actorHeartbeat.timeoutMs,
+      heartbeatMisses: s.actorHeartbeat.misses,
       logger: this.#logger,
       onEvent: (event) => this.#onPoolEvent(event),
       defaultSharing: daemonDefaultSharing,
@@ -280,6 +284,7 @@ export class Daemon {
           ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
           ...(entry.era === undefined ? {} : { era: entry.era }),
           ...(entry.health === undefined ? {} : { health: entry.health }),
+          ...(entry.throttled === undefined ? {} : { throttled: entry.throttled }),
         })),
       };
     });
@@ -292,6 +297,9 @@ export class Daemon {
       sessions: this.#sessions.size,
       limits: {
         actors: { live: snapshot.liveActors, max: snapshot.maxActors },
+        // What the pool runs with (its own options), not what the config asked for.
+        parallelSpawns: { perSession: snapshot.maxParallelSpawnsPerSession },
+        actorHeartbeat: { ...snapshot.heartbeat },
         mcpSessions: { open: this.#mcpSessions(), max: this.#settings.mcpMaxSessions, perClient: this.#settings.mcpMaxSessionsPerClient },
         sessions: { open: this.#sessions.size, perClient: this.#settings.maxSessionsPerClient },
         injectedServers: { live: this.#injectedLive(), perRequest: this.#settings.maxInjectedServersPerRequest, perClient: this.#settings.maxInjectedServersPerClient },

@@ -35,6 +35,8 @@ beforeAll(async () => {
         maxInjectedServersPerRequest: 2,
         maxInjectedServersPerClient: 3,
         maxActors: 40,
+        maxParallelSpawns: 3,
+        actorHeartbeat: { intervalMs: 250, misses: 5 },
       },
     },
     { env: TOKENS },
@@ -121,6 +123,9 @@ describe('REST sessions and injected servers', () => {
     const limits = (await status()).limits;
     expect(limits.sessions).toEqual({ open: 3, perClient: 2 });
     expect(limits.actors.max).toBe(40);
+    // The pool runs with the daemon section's spawn bound and heartbeat (unset fields take their defaults).
+    expect(limits.parallelSpawns).toEqual({ perSession: 3 });
+    expect(limits.actorHeartbeat).toEqual({ intervalMs: 250, timeoutMs: 700, misses: 5 });
     const metrics = (await h.request({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(/^mcpool_actor_cap 40$/m);
     expect(metrics).toMatch(/^mcpool_admission_refusals_total\{limit="injected_per_request"\} 1$/m);

@@ -91,6 +91,17 @@ describe('the daemon section', () => {
     expect(error.message).not.toContain('not a name');
   });
 
+  it('takes the actor heartbeat and the parallel spawn bound, field by field, and refuses values the pool could not run with', () => {
+    const settings = resolveSettings({ daemon: { actorHeartbeat: { misses: 6 }, maxParallelSpawns: 2 } }, {});
+    expect(settings.actorHeartbeat).toEqual({ intervalMs: 300, timeoutMs: 700, misses: 6 });
+    expect(settings.maxParallelSpawns).toBe(2);
+    expect(resolveSettings({}, { MCPOOL_MAX_PARALLEL_SPAWNS: '8' }).maxParallelSpawns).toBe(8);
+    const error = configError(() => resolveSettings({ daemon: { actorHeartbeat: { intervalMs: 0, misses: 1.5, every: 3 }, maxParallelSpawns: 0 } }, {}));
+    expect(error.data.issues.map((issue) => issue.path)).toEqual(
+      expect.arrayContaining(['daemon.actorHeartbeat.intervalMs', 'daemon.actorHeartbeat.misses', 'daemon.actorHeartbeat', 'daemon.maxParallelSpawns']),
+    );
+  });
+
   it('names the variable of a bad override, never its value', () => {
     const error = configError(() => resolveSettings({}, { MCPOOL_PORT: 'eighty', MCPOOL_BUDGET_MODE: 'strict' }));
     expect(error.data.issues.map((issue) => issue.path).sort()).toEqual(['env.MCPOOL_BUDGET_MODE', 'env.MCPOOL_PORT']);

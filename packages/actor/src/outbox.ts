@@ -39,6 +39,11 @@ export class ViewOutbox {
     this.#onBurstEnd = onBurstEnd;
   }
 
+  /** The queue of messages without a key is at its bound: more of them drop the oldest. */
+  get full(): boolean {
+    return this.#queue.length >= VIEW_QUEUE_BOUND;
+  }
+
   /** Messages waiting now (keyed and not). */
   get backlog(): number {
     return this.#keyed.size + this.#queue.length;

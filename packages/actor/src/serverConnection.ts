@@ -26,6 +26,7 @@ import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
+import type { ReadGate } from './sourceThrottle.js';
 import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
 import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
 
@@ -68,6 +69,8 @@ export interface OpenConnectionOptions {
   defaults?: ViewClientInfo | undefined;
   /** How long the era probe waits for an answer before it counts as legacy. @default 3000 */
   probeTimeoutMs?: number | undefined;
+  /** Holds back reading what the server sends on its own when it sends too much (stdio and HTTP transports). */
+  readGate?: ReadGate | undefined;
   /** Timeout of the handshake and discovery requests. @default 60000 (the spawn timeout ends it sooner) */
   requestTimeoutMs?: number | undefined;
 }
@@ -394,6 +397,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
         if (logger.isLevelEnabled('debug')) logger.debug({ stderr: clean }, 'server stderr');
       },
       onSpawn: options.onSpawned,
+      readGate: options.readGate,
     });
     const client = new UpstreamClient(stdio, { cancelBy: 'notification' });
     track(client);
@@ -536,7 +540,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
   const url = new URL((config.transport === 'http' ? config.httpUrl ?? config.url : config.url ?? config.httpUrl)!);
   if (config.transport === 'http') {
     const { StreamableHttpTransport } = await import('./transports/streamableHttpTransport.js');
-    const transport = new StreamableHttpTransport({ url, headers: config.headers });
+    const transport = new StreamableHttpTransport({ url, headers: config.headers, readGate: options.readGate });
     const client = new UpstreamClient(transport, { cancelBy: 'notification' });
     track(client);
     try {
@@ -552,7 +556,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     }
   }
   const { LegacySseTransport } = await import('./transports/legacySseTransport.js');
-  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers }), { cancelBy: 'notification' });
+  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification' });
   track(client);
   await client.start();
   return { client, info: await initialize(client, options), probed: false };

@@ -69,6 +69,12 @@ export class ViewHub {
     state.channel.emit('snapshot', snapshot);
   }
 
+  /** Whether some view's queue is full: reading more from the server now would only drop it. */
+  backedUp(): boolean {
+    for (const state of this.#views.values()) if (state.outbox.full) return true;
+    return false;
+  }
+
   detach(viewId: string): void {
     this.#views.get(viewId)?.channel.close('detached');
   }

@@ -20,6 +20,7 @@ import { jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
+import { SourceThrottle } from './sourceThrottle.js';
 import { createActorLogger } from './log.js';
 
 if (isMainThread || parentPort === null) {
@@ -46,6 +47,21 @@ const hub: ViewHub = new ViewHub({
   relistTools: (conn, generation) => store.refresh('tools', conn, generation),
   get logger() {
     return logger;
+  },
+});
+/**
+ * Holds back reading a server that floods (one per actor, across reconnects): one warning when an
+ * episode begins, one info line when it ends, and the supervisor told both times (status shows it).
+ */
+const throttle = new SourceThrottle({
+  backedUp: () => hub.backedUp(),
+  onEpisodeStart: ({ reason }) => {
+    logger.warn({ reason }, 'the server sends faster than its sessions may get: reading it is held back, so it is slowed and other servers are not');
+    emitControl('throttle', { throttled: true, reason });
+  },
+  onEpisodeEnd: (episode) => {
+    logger.info(episode, 'the server no longer floods: reading it at full speed again');
+    emitControl('throttle', { throttled: false, ...episode });
   },
 });
 /** Lines of the server's stderr kept for `stderrTail`, and the length a kept line is cut to: bounded whatever the server writes. */
@@ -115,6 +131,7 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
               // still answer the probe in time, a silent legacy server costs this once per config.
               probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
               onStderrLine: keepStderrLine,
+              readGate: throttle,
               onSpawned: (pid) => {
                 pgid = pid;
                 emitControl('spawned', { pid, pgid: pid });
@@ -296,6 +313,7 @@ function finish(reason: string): void {
 }
 
 function end(reason: string): void {
+  throttle.dispose();
   hub.closeAll('the entry closed');
   logger.info({ reason }, 'closed');
   emitControl('closed', { reason });

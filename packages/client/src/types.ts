@@ -39,6 +39,8 @@ export interface EntrySummaryItem {
   era?: 'legacy' | 'modern';
   /** Present when a call to the entry hit its deadline and none has been answered since (a stopped or hung server). */
   health?: 'unresponsive';
+  /** Present while the server floods and the pool reads it only as fast as its bound allows. */
+  throttled?: true;
 }
 
 /** One server cell of `GET /workspace/mcp`. */
@@ -89,6 +91,10 @@ export interface WorkspaceMcpStatus {
 export interface WorkspaceLimits {
   /** Live actor threads (one per pool entry) and their hard cap (`maxActors`). */
   actors: { live: number; max: number };
+  /** Servers one session starts at once (`maxParallelSpawns`); the rest wait their turn. */
+  parallelSpawns: { perSession: number };
+  /** How the supervisor pings actor threads, and how many missed pings in a row end one (`actorHeartbeat`). */
+  actorHeartbeat: { intervalMs: number; timeoutMs: number; misses: number };
   /** Open `/mcp` sessions, the cap for all clients together and the cap per client. */
   mcpSessions: { open: number; max: number; perClient: number };
   /** Open REST sessions and the cap per client. */

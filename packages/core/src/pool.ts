@@ -115,6 +115,13 @@ export interface McpTransportPoolOptions {
    * `MCPOOL_ACTOR_CAP_REACHED`. Sized for a 2-core laptop (~30 MB per thread). @default 64
    */
   maxActors?: number;
+  /**
+   * Spawns one session may have under way at once: a session that acquires many servers at once
+   * (a REST session or a `/mcp` session naming dozens) starts them this many at a time, the rest
+   * wait their turn (attaching to an entry that already exists never waits). Sized for a 2-core
+   * laptop: each spawn is a thread and a process starting. @default 4
+   */
+  maxParallelSpawnsPerSession?: number;
   /** How often each actor thread is pinged; a busy-looping thread is caught by it. @default 300 */
   heartbeatIntervalMs?: number;
   /** A ping unanswered this long counts as missed (one missed ping is not a death). @default 700 */
@@ -197,6 +204,11 @@ export interface EntrySummary {
    * hung server) and no call has succeeded since. Cleared by the next call that gets an answer.
    */
   health?: 'unresponsive';
+  /**
+   * Present while the server sends more on its own than its sessions may get (a notification
+   * flood): the actor reads it only as fast as the bound allows, so it is slowed, others are not.
+   */
+  throttled?: true;
 }
 
 export interface ServerSnapshotSummary {
@@ -229,6 +241,10 @@ export interface PoolSnapshot {
   liveActors: number;
   /** The hard cap on live actor threads (`maxActors`). */
   maxActors: number;
+  /** Spawns one session may have under way at once (`maxParallelSpawnsPerSession`). */
+  maxParallelSpawnsPerSession: number;
+  /** The heartbeat the supervisor runs on actor threads (`heartbeatIntervalMs`, `heartbeatTimeoutMs`, `heartbeatMisses`). */
+  heartbeat: { intervalMs: number; timeoutMs: number; misses: number };
 }
 
 /** A key whose restarts exceeded the intensity: refused until a manual restart. */
@@ -285,6 +301,8 @@ interface PoolEntry {
   lastPongAt: number;
   /** A call hit its deadline and none has been answered since. */
   callsTimingOut: boolean;
+  /** The actor holds back reading the server (it floods). */
+  throttled: boolean;
   /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
   generation: number;
 }
@@ -294,6 +312,8 @@ const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 const LEDGER_REFRESH_MS = 5_000;
 /** Live actor threads at most: ~30 MB each, 64 is ~2 GB, what a 2-core laptop can carry beside its work. */
 const DEFAULT_MAX_ACTORS = 64;
+/** Spawns under way per session: two per core of a 2-core laptop. */
+const DEFAULT_MAX_PARALLEL_SPAWNS = 4;
 const SPAWN_TIMEOUT_STDIO_MS = 30_000;
 const SPAWN_TIMEOUT_PACKAGE_RUNNER_MS = 120_000;
 const SPAWN_TIMEOUT_REMOTE_MS = 10_000;
@@ -366,6 +386,9 @@ export class McpTransportPool {
   /** The supervisor's recent event-loop lateness (ms): the worst tick, decaying by half per tick. */
   #supervisorLagMs = 0;
   readonly #maxActors: number;
+  readonly #maxParallelSpawns: number;
+  /** Per session: spawns under way and the acquires waiting for one of them to settle. */
+  readonly #spawnSlots = new Map<string, { running: number; waiting: (() => void)[] }>();
   readonly #intensity: { maxRestarts: number; periodMs: number };
   readonly #reconnect: { stdio?: ReconnectPolicy | undefined; remote?: ReconnectPolicy | undefined };
   readonly #ledger: GroupLedger | undefined;
@@ -422,6 +445,10 @@ export class McpTransportPool {
     if (!Number.isInteger(this.#heartbeatMisses) || this.#heartbeatMisses < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.heartbeatMisses must be an integer ≥ 1, got ${options.heartbeatMisses}`);
     this.#maxActors = options.maxActors ?? DEFAULT_MAX_ACTORS;
     if (!Number.isInteger(this.#maxActors) || this.#maxActors < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxActors must be an integer ≥ 1, got ${options.maxActors}`);
+    this.#maxParallelSpawns = options.maxParallelSpawnsPerSession ?? DEFAULT_MAX_PARALLEL_SPAWNS;
+    if (!Number.isInteger(this.#maxParallelSpawns) || this.#maxParallelSpawns < 1) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxParallelSpawnsPerSession must be an integer ≥ 1, got ${options.maxParallelSpawnsPerSession}`);
+    }
   }
 
   /**
@@ -532,7 +559,27 @@ export class McpTransportPool {
         }
         if (entry === undefined) {
           this.#assertNoBackoff(name, fp);
-          entry = this.#spawn(name, id, config, pooled, sessionId, placement);
+          // A new entry waits for one of the session's spawn slots; the slot is held until it started or failed.
+          const slot = await this.#spawnSlot(sessionId);
+          try {
+            if (token.cancelled) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${sessionId} was released while acquiring ${name}`);
+            this.#assertOpen();
+            entry = this.#entries.get(id);
+            if (entry !== undefined && isTerminal(entry.status)) {
+              this.#evict(entry);
+              entry = undefined;
+            }
+            // Another acquire spawned it while this one waited: attach to that one.
+            if (entry === undefined) {
+              // A spawn that failed while this one waited for its slot set a backoff.
+              this.#assertNoBackoff(name, fp);
+              entry = this.#spawn(name, id, config, pooled, sessionId, placement);
+              void entry.ready.then(slot, slot);
+            } else slot();
+          } catch (error) {
+            slot();
+            throw error;
+          }
         }
         const existing = entry.views.get(sessionId);
         if (existing !== undefined) return await shareView(existing, fields);
@@ -573,6 +620,29 @@ export class McpTransportPool {
     }
   }
 
+  /**
+   * Waits for one of `sessionId`'s spawn slots (`maxParallelSpawnsPerSession`); resolves with the
+   * function that gives it back (idempotent), which wakes the next waiter in arrival order.
+   */
+  async #spawnSlot(sessionId: string): Promise<() => void> {
+    let slots = this.#spawnSlots.get(sessionId);
+    if (slots === undefined) this.#spawnSlots.set(sessionId, (slots = { running: 0, waiting: [] }));
+    if (slots.running >= this.#maxParallelSpawns) {
+      const own = slots;
+      await new Promise<void>((resolve) => own.waiting.push(resolve));
+    } else slots.running += 1;
+    const held = slots;
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      // The slot passes straight to the next waiter (`running` unchanged), or is freed.
+      const next = held.waiting.shift();
+      if (next !== undefined) next();
+      else if (--held.running === 0 && this.#spawnSlots.get(sessionId) === held) this.#spawnSlots.delete(sessionId);
+    };
+  }
+
   /** Releases one session's view of one entry. Unknown ids are ignored. */
   async release(connectionId: ConnectionId | string, sessionId: string): Promise<void> {
     for (const entry of this.#sessions.get(sessionId) ?? []) {
@@ -608,6 +678,7 @@ export class McpTransportPool {
         ...placementFields(entry.placement),
         ...(entry.era ? { era: entry.era } : {}),
         ...(entry.callsTimingOut && !isTerminal(entry.status) ? { health: 'unresponsive' as const } : {}),
+        ...(entry.throttled && !isTerminal(entry.status) ? { throttled: true as const } : {}),
       });
       if (entry.budgetHeld) bySharing[entry.placement.sharing] += 1;
     }
@@ -629,7 +700,14 @@ export class McpTransportPool {
       server.status = aggregateStatus(server.entrySummary.map((e) => e.status));
       server.mcpStatus = server.status === 'active' || server.status === 'draining' ? 'CONNECTED' : server.status === 'spawning' ? 'CONNECTING' : 'DISCONNECTED';
     }
-    return { servers, budget: { ...this.#budget.cell(), bySharing }, liveActors: this.#host.liveCount, maxActors: this.#maxActors };
+    return {
+      servers,
+      budget: { ...this.#budget.cell(), bySharing },
+      liveActors: this.#host.liveCount,
+      maxActors: this.#maxActors,
+      maxParallelSpawnsPerSession: this.#maxParallelSpawns,
+      heartbeat: { intervalMs: this.#heartbeatIntervalMs, timeoutMs: this.#heartbeatTimeoutMs, misses: this.#heartbeatMisses },
+    };
   }
 
   /**
@@ -864,6 +942,7 @@ export class McpTransportPool {
       missedPings: 0,
       lastPongAt: performance.now(),
       callsTimingOut: false,
+      throttled: false,
       generation: 0,
       era: undefined,
     };
@@ -1122,6 +1201,10 @@ export class McpTransportPool {
     }
     if (ev === 'reaped') {
       this.#ledger?.remove((data as ActorEvents['reaped']).pgid);
+      return;
+    }
+    if (ev === 'throttle') {
+      entry.throttled = (data as ActorEvents['throttle']).throttled;
       return;
     }
     if (ev === 'era') {

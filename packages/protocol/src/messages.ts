@@ -123,6 +123,8 @@ export interface ActorEvents {
   closed: { reason: string };
   /** A connection settled its era; `probed` when it came from a probe (a fresh verdict to cache). */
   era: { era: 'legacy' | 'modern'; protocolVersion: string; probed: boolean };
+  /** Reading what the server sends on its own is held back (a flood), or runs freely again. */
+  throttle: { throttled: boolean; reason?: 'rate' | 'views_backed_up'; pauses?: number; pausedMs?: number };
 }
 
 /**

@@ -121,6 +121,18 @@ export interface DaemonSettings {
    * start past it is refused with `MCPOOL_ACTOR_CAP_REACHED` (503). @default 64
    */
   maxActors: number;
+  /**
+   * Servers one session (a `POST /sessions`, a `/mcp` session, the warm set) starts at once; the
+   * rest wait their turn, so a request naming dozens of servers does not start them all together. @default 4
+   */
+  maxParallelSpawns: number;
+  /**
+   * The supervisor's heartbeat of actor threads: a ping every `intervalMs`, missed after
+   * `timeoutMs`; an actor is ended after `misses` missed pings in a row and a silence that grows
+   * with the daemon's own event-loop lateness (a busy machine is not taken for a dead actor).
+   * @default { intervalMs: 300, timeoutMs: 700, misses: 3 }
+   */
+  actorHeartbeat: ActorHeartbeatSettings;
   /** A request (headers and body) not fully received within this is cut with 408, before auth too. @default 30000 */
   requestTimeoutMs: number;
   /** The headers of a request not received within this are cut with 408 (at most requestTimeoutMs). @default 10000 */
@@ -137,6 +149,12 @@ export interface DaemonSettings {
   insecureNoAuthLoopback: boolean;
   /** @default off: `{ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60000 }` */
   telemetry: TelemetrySettings;
+}
+
+export interface ActorHeartbeatSettings {
+  intervalMs: number;
+  timeoutMs: number;
+  misses: number;
 }
 
 /** A loaded config: servers, settings, and where they came from. */
@@ -184,6 +202,8 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   maxInjectedServersPerRequest: 32,
   maxInjectedServersPerClient: 48,
   maxActors: 64,
+  maxParallelSpawns: 4,
+  actorHeartbeat: Object.freeze({ intervalMs: 300, timeoutMs: 700, misses: 3 }),
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
@@ -239,6 +259,15 @@ export const daemonSectionSchema = z
     maxInjectedServersPerRequest: z.number().int().min(0).max(10_000),
     maxInjectedServersPerClient: z.number().int().min(0).max(10_000),
     maxActors: z.number().int().min(1).max(10_000),
+    maxParallelSpawns: z.number().int().min(1).max(1000),
+    actorHeartbeat: z
+      .object({
+        intervalMs: z.number().int().min(10).max(60_000),
+        timeoutMs: z.number().int().min(10).max(600_000),
+        misses: z.number().int().min(1).max(100),
+      })
+      .partial()
+      .strict(),
     requestTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     headersTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
@@ -279,6 +308,7 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_MAX_INJECTED_SERVERS_PER_REQUEST: { path: ['maxInjectedServersPerRequest'], parse: Number },
   MCPOOL_MAX_INJECTED_SERVERS_PER_CLIENT: { path: ['maxInjectedServersPerClient'], parse: Number },
   MCPOOL_MAX_ACTORS: { path: ['maxActors'], parse: Number },
+  MCPOOL_MAX_PARALLEL_SPAWNS: { path: ['maxParallelSpawns'], parse: Number },
 };
 
 /** The environment variables `loadConfig` reads for overrides (besides `${VAR}` interpolation). */
@@ -351,6 +381,7 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     ...stripUndefined(fromEnv),
     budget: { ...DEFAULT_SETTINGS.budget, ...stripUndefined(section.budget ?? {}), ...stripUndefined(fromEnv.budget ?? {}) },
     telemetry: { ...DEFAULT_SETTINGS.telemetry, ...stripUndefined(section.telemetry ?? {}) },
+    actorHeartbeat: { ...DEFAULT_SETTINGS.actorHeartbeat, ...stripUndefined(section.actorHeartbeat ?? {}) },
   };
   if (overrides.port !== undefined) merged.port = overrides.port;
   if (overrides.host !== undefined) merged.host = overrides.host;

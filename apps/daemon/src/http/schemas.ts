@@ -73,7 +73,7 @@ export const workspaceMcpSchema = z.object({
       mcpStatus: z.enum(['connected', 'connecting', 'disconnected']),
       entryCount: z.number().int(),
       entrySummary: z.array(
-        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional() }).strict(),
+        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional(), throttled: z.literal(true).optional() }).strict(),
       ),
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
@@ -93,6 +93,8 @@ export const workspaceMcpSchema = z.object({
   sessions: z.number().int(),
   limits: z.object({
     actors: z.object({ live: z.number().int(), max: z.number().int() }).strict(),
+    parallelSpawns: z.object({ perSession: z.number().int() }).strict(),
+    actorHeartbeat: z.object({ intervalMs: z.number().int(), timeoutMs: z.number().int(), misses: z.number().int() }).strict(),
     mcpSessions: z.object({ open: z.number().int(), max: z.number().int(), perClient: z.number().int() }).strict(),
     sessions: z.object({ open: z.number().int(), perClient: z.number().int() }).strict(),
     injectedServers: z.object({ live: z.number().int(), perRequest: z.number().int(), perClient: z.number().int() }).strict(),

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { JsonRpcMessage, UpstreamTransport } from './upstreamTransport.js';
+import type { ReadGate } from '../sourceThrottle.js';
 
 export interface ProcessGroupStdioOptions {
   command: string;
@@ -23,6 +24,11 @@ export interface ProcessGroupStdioOptions {
   onSpawn?: ((pid: number) => void) | undefined;
   /** Called with every stderr line (the pipe is always drained, so a chatty child never blocks). */
   onStderrLine?: ((line: string) => void) | undefined;
+  /**
+   * Asked after each message the server sent on its own (not a response): a wait it answers
+   * pauses the child's stdout for that long, so the pipe fills and the server's writes block.
+   */
+  readGate?: ReadGate | undefined;
 }
 
 /** A message could not reach the server because its process is gone or going. */
@@ -111,6 +117,10 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   #closing: Promise<void> | undefined;
   #closeNotified = false;
   #delivering = false;
+  /** Set while stdout is paused by the read gate; the timer resumes it. */
+  #resumeTimer: NodeJS.Timeout | undefined;
+  /** Once closing, stdout is read freely: a child blocked on a full pipe could not see its stdin end. */
+  #ungated = false;
 
   constructor(options: ProcessGroupStdioOptions) {
     this.#options = options;
@@ -150,6 +160,8 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
 
     child.on('exit', (code, signal) => {
       this.#exited = true;
+      this.#ungated = true;
+      this.#clearResume();
       this.#exitInfo = { code, signal };
       // A grandchild that inherited stdout keeps the pipe open, so 'close' may never come: the
       // root's exit is the loss of the server. Give buffered stdout a moment to arrive first.
@@ -200,6 +212,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       // Messages are delivered in order, synchronously: a progress notification read in the same
       // chunk as its response reaches its handler before the response settles the request.
       for (let i = 0; i < 1_000_000; i++) {
+        if (this.#resumeTimer !== undefined) return;
         const line = this.#reader.next();
         if (line === undefined) return;
         if (line.trim().length === 0) continue;
@@ -212,10 +225,36 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
           continue;
         }
         this.onmessage?.(message);
+        // A server-initiated message (a method, no answer to ours) may have to wait its turn.
+        if (message.method !== undefined) {
+          const wait = this.#options.readGate?.take() ?? 0;
+          if (wait > 0) this.#pauseFor(wait);
+        }
       }
     } finally {
       this.#delivering = false;
     }
+  }
+
+  /** Stops reading stdout for `ms`: what is buffered waits too, then reading picks up where it stopped. */
+  #pauseFor(ms: number): void {
+    const stdout = this.#child?.stdout;
+    if (stdout === undefined || stdout === null || this.#exited || this.#ungated) return;
+    stdout.pause();
+    this.#resumeTimer = setTimeout(() => {
+      this.#resumeTimer = undefined;
+      stdout.resume();
+      this.#drainReadBuffer();
+    }, ms);
+  }
+
+  #clearResume(): void {
+    if (this.#resumeTimer === undefined) return;
+    clearTimeout(this.#resumeTimer);
+    this.#resumeTimer = undefined;
+    // What was read before the pause still reaches the client (a last response above all).
+    this.#child?.stdout?.resume();
+    this.#drainReadBuffer();
   }
 
   async send(message: JsonRpcMessage): Promise<void> {
@@ -251,6 +290,8 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
    * has exited and the group is empty, or after the SIGKILL grace. Idempotent.
    */
   close(): Promise<void> {
+    this.#ungated = true;
+    this.#clearResume();
     this.#closing ??= this.#shutdown().finally(() => this.#notifyClose(true));
     return this.#closing;
   }

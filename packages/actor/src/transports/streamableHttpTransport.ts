@@ -21,7 +21,8 @@
  * Aborting a request's `signal` closes its response stream, which is how an HTTP client cancels
  * (the server treats the disconnect as cancellation). Nothing here validates message schemas.
  */
-import { ERROR_BODY_LIMIT, mediaType, parseMessages, readBoundedText, readSse, readText } from './httpBody.js';
+import { ERROR_BODY_LIMIT, GatedReads, mediaType, parseMessages, readBoundedText, readSse, readText } from './httpBody.js';
+import type { ReadGate } from '../sourceThrottle.js';
 import { remoteTarget, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
 import {
   PROTOCOL_VERSION_META_KEY,
@@ -53,6 +54,8 @@ export interface StreamableHttpTransportOptions {
   requestInit?: RequestInit | undefined;
   /** How long `close()` waits for the answer to its DELETE, in ms. @default 2000 */
   closeTimeoutMs?: number | undefined;
+  /** Asked after each message the server sent on its own: a wait it answers stops reading the SSE body that long. */
+  readGate?: ReadGate | undefined;
 }
 
 /**
@@ -106,10 +109,12 @@ export class StreamableHttpTransport implements UpstreamTransport {
   #closed = false;
   #closing: Promise<void> | undefined;
   #closeNotified = false;
+  readonly #reads: GatedReads;
 
   constructor(options: StreamableHttpTransportOptions) {
     const target = remoteTarget(options.url, options.headers);
     this.#options = options;
+    this.#reads = new GatedReads(options.readGate);
     this.#url = target.url;
     this.#display = target.display;
     this.#headers = target.headers;
@@ -246,6 +251,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   #deliver(message: JsonRpcMessage): void {
+    this.#reads.note(message);
     if (message.id !== undefined && message.method === undefined && this.#toolListings.has(message.id)) this.#learnTools(message.result);
     try {
       this.onmessage?.(message);
@@ -277,6 +283,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
           }
         },
         onRetry: (ms) => (this.#retryMs = ms),
+        pauseMs: this.#reads.takeWait,
+        signal,
       });
       if (!answered && !signal.aborted && !this.#closed) {
         this.onerror?.(new UpstreamStreamError(`Streamable HTTP ${this.#display}: the response stream of request ${requestId} ended before its response`, requestId));
@@ -347,6 +355,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
           }
         },
         onRetry: (ms) => (this.#retryMs = ms),
+        pauseMs: this.#reads.takeWait,
+        signal,
       });
     } catch (error) {
       if (signal.aborted || this.#closed) return 'done';
