@@ -9,12 +9,14 @@ export type {
   DrainAllOptions,
   DrainAllResult,
   EntrySummary,
+  CredentialTarget,
   McpTransportPoolOptions,
   PoolBudgetCell,
   PoolSnapshot,
   RestartResult,
   ServerSnapshotSummary,
   SharingDefaultInfo,
+  UpstreamCredentials,
 } from './pool.js';
 export type { ActorHostOptions } from './actorHost.js';
 export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
@@ -30,6 +32,7 @@ export type {
 export type { SessionFields } from './sessionFilter.js';
 export { ConfigError, ErrorCode, MCPCallInterruptedError, PoolError, isWorkspaceScopedBudgetEvent } from '@mcpool/protocol';
 export type {
+  AuthEvent,
   BudgetEvent,
   BudgetMode,
   BudgetWarningEvent,

@@ -83,6 +83,7 @@ export class Gateway {
   #openingTotal = 0;
   #reaper: NodeJS.Timeout | undefined;
   #closed = false;
+  readonly #offAuth: () => void;
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
@@ -99,6 +100,10 @@ export class Gateway {
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
     this.#daemon.countMcpSessionsWith(() => this.#sessions.size);
+    // A server just authorized joins the sessions that were waiting for it (they get list_changed).
+    this.#offAuth = this.#daemon.events.subscribe(({ payload }) => {
+      if (payload.type === 'auth_completed') for (const session of this.#sessions.values()) session.retryServer(payload.serverName);
+    });
   }
 
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
@@ -154,6 +159,7 @@ export class Gateway {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#reaper);
+    this.#offAuth();
     await Promise.all([...this.#sessions.values()].map((session) => session.close('daemon shutting down')));
   }
 
