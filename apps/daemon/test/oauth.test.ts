@@ -267,7 +267,7 @@ describe('authorization', () => {
     expect(started.statusCode, started.body).toBe(200);
     const device = started.json<{ flow: string; userCode: string; verificationUri: string }>();
     expect(device).toMatchObject({ flow: 'device_code', verificationUri: `${s.as.issuer}/device` });
-    await s.as.approveDevice(device.userCode);
+    expect(await s.as.approveDevice(device.userCode)).toMatchObject({ status: 200, body: expect.stringContaining('Success') });
     await until('the server to be active', async () => (await status(s.h)).status === 'active', 60_000);
     const session = await createSession(s.h);
     expect((await echo(s.h, session, 'device')).json()).toMatchObject({ result: { content: [{ text: 'device' }] } });
