@@ -20,19 +20,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { main } from 'mcpool';
-import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
-import { startOAuthServer, type OAuthServer } from '../../../test/fixtures/servers/oauthServer.mjs';
+import type { HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { connectClient } from './gatewayHelpers.js';
-import { harness, type Harness } from './helpers.js';
-
-interface Stack {
-  as: OAuthServer;
-  mcp: HttpModernServer;
-  h: Harness;
-  base: string;
-  events: { type: string; serverName?: string }[];
-  eventText: string[];
-}
+import type { Harness } from './helpers.js';
+import { oauthStack, type OAuthStack as Stack } from './oauthStack.js';
 
 const open: (() => Promise<void>)[] = [];
 
@@ -40,31 +31,8 @@ afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-async function stack(options: { accessTokenTtlS?: number; listen?: boolean } = {}): Promise<Stack> {
-  const as = await startOAuthServer(options.accessTokenTtlS === undefined ? {} : { accessTokenTtlS: options.accessTokenTtlS });
-  open.push(() => as.close());
-  let check: (authorization: string | undefined) => Promise<boolean> = () => Promise.resolve(false);
-  const mcp = await startHttpModernServer({
-    verify: (authorization) => check(authorization),
-    resourceMetadata: { authorization_servers: [as.issuer], scopes_supported: ['mcp:tools'] },
-    scope: 'mcp:tools',
-  });
-  open.push(() => mcp.close());
-  check = as.verifier(mcp.url);
-  const h = await harness({ mcpServers: { remote: { type: 'http', url: mcp.url } } }, { oauth: true, start: false, logLevel: 'debug' });
-  open.push(() => h.close());
-  const events: Stack['events'] = [];
-  const eventText: string[] = [];
-  h.daemon.events.subscribe(({ payload }) => {
-    events.push(payload);
-    eventText.push(JSON.stringify(payload));
-  });
-  let base = '';
-  if (options.listen === true) {
-    base = await h.app.listen({ host: '127.0.0.1', port: 0 });
-  }
-  await h.daemon.start();
-  return { as, mcp, h, base, events, eventText };
+function stack(options: { accessTokenTtlS?: number; listen?: boolean } = {}): Promise<Stack> {
+  return oauthStack(open, options);
 }
 
 /** Requests that reached the MCP endpoint itself (metadata fetches are not requests to retry). */
