@@ -4,25 +4,18 @@
  * server's page in a new tab, where the user signs in and consents (oidc-provider's own forms);
  * the browser lands on the daemon's loopback redirect, and the row turns active.
  */
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { oauthStack, type OAuthStack } from '../oauthStack.js';
-
-const CHROMIUM = process.env.MCPOOL_CHROMIUM ?? '/usr/bin/chromium';
+import { launchChromium } from './chromium.js';
 
 const open: (() => Promise<void>)[] = [];
 let s: OAuthStack;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set MCPOOL_CHROMIUM`);
+  browser = await launchChromium();
   s = await oauthStack(open, { listen: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
 }, 120_000);
 
 afterAll(async () => {

@@ -231,32 +231,13 @@ function App() {
     };
   }, [signedIn, refresh]);
 
-  const restart = useCallback(async (name) => {
+  /** Runs a server action with its button marked busy; a failure becomes the notice. */
+  const act = useCallback(async (name, what, task) => {
     setBusy((set) => new Set(set).add(name));
     try {
-      await api(`/workspace/mcp/${encodeURIComponent(name)}/restart`, { method: 'POST', body: '{}' });
-      setNotice(undefined);
+      setNotice(await task());
     } catch (error) {
-      setNotice(`restart ${name}: ${error.message}`);
-    } finally {
-      setBusy((set) => {
-        const next = new Set(set);
-        next.delete(name);
-        return next;
-      });
-      void refresh();
-    }
-  }, [refresh]);
-
-  // The daemon validated the URL (https, or http on loopback) before answering with it.
-  const authorize = useCallback(async (name) => {
-    setBusy((set) => new Set(set).add(name));
-    try {
-      const start = await api(`/workspace/mcp/${encodeURIComponent(name)}/auth`, { method: 'POST', body: '{}' });
-      window.open(start.authorizationUrl, '_blank', 'noopener,noreferrer');
-      setNotice(`authorize ${name} in the tab that opened (or open ${start.authorizationUrl})`);
-    } catch (error) {
-      setNotice(`authorize ${name}: ${error.message}`);
+      setNotice(`${what} ${name}: ${error.message}`);
     } finally {
       setBusy((set) => {
         const next = new Set(set);
@@ -265,6 +246,22 @@ function App() {
       });
     }
   }, []);
+
+  const restart = useCallback((name) => act(name, 'restart', async () => {
+    try {
+      await api(`/workspace/mcp/${encodeURIComponent(name)}/restart`, { method: 'POST', body: '{}' });
+      return undefined;
+    } finally {
+      void refresh();
+    }
+  }), [act, refresh]);
+
+  // The daemon validated the URL (https, or http on loopback) before answering with it.
+  const authorize = useCallback((name) => act(name, 'authorize', async () => {
+    const start = await api(`/workspace/mcp/${encodeURIComponent(name)}/auth`, { method: 'POST', body: '{}' });
+    window.open(start.authorizationUrl, '_blank', 'noopener,noreferrer');
+    return `authorize ${name} in the tab that opened (or open ${start.authorizationUrl})`;
+  }), [act]);
 
   const signOut = useCallback(async () => {
     await api('/ui/logout', { method: 'POST', body: '{}' }).catch(() => undefined);
