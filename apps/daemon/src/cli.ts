@@ -1,5 +1,5 @@
 /**
- * The `mcpool` command line (commander): `serve`, `status`, `restart`, `reload`, `stop`,
+ * The `mcpool` command line (commander): `serve`, `status`, `restart`, `auth`, `reload`, `stop`,
  * `sessions`, `config check`, `bridge`, `import`, `service`, `logs`, `ui`. `main` returns the exit
  * code instead of exiting, so tests can run it in process. A command that did not do what was
  * asked exits non-zero.
@@ -8,6 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
 import { ConfigError } from '@mcpool/protocol';
 import { registerBridgeCommand } from './bridge/command.js';
+import { runAuthCommand, type AuthCommandOptions } from './commands/authCommand.js';
 import { registerImportCommand } from './commands/importCommand.js';
 import { registerLogsCommand } from './commands/logsCommand.js';
 import { registerServiceCommand } from './commands/serviceCommand.js';
@@ -24,6 +25,11 @@ Exit codes:
   1  a request failed, or a forced shutdown
   2  bad usage, a bad config, no token
   3  cannot listen (port in use) or cannot reach the daemon`;
+
+function positiveSeconds(value: string): number {
+  if (!/^\d{1,6}$/.test(value) || Number(value) === 0) throw new InvalidArgumentError('expected a positive number of seconds');
+  return Number(value);
+}
 
 function port(value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number (0-65535)');
@@ -100,6 +106,16 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
       const why = (await client.getWorkspaceMcp().catch(() => undefined))?.servers.find((s) => s.name === server)?.lastError;
       if (why && !options.json) io.stderr(`${server}: ${why.code}: ${why.message}`);
       exitCode = ExitCode.FAILURE;
+    });
+
+  clientOptions(program.command('auth').description('authorize a remote server behind OAuth: opens the authorization page, waits until the daemon holds the token').argument('<server>', 'server name'))
+    .option('--device', 'use the device authorization grant (a code to enter on another device)')
+    .option('--no-open', 'print the URL, do not start a browser')
+    .option('--no-wait', 'return once the flow is started')
+    .option('--timeout <seconds>', 'wait at most this long', (value) => positiveSeconds(value))
+    .action(async (server: string, options: { url?: string; port?: number; config?: string } & AuthCommandOptions) => {
+      const client = await connect(options, io);
+      if (!(await runAuthCommand(client, server, options, io))) exitCode = ExitCode.FAILURE;
     });
 
   clientOptions(program.command('reload').description('re-read the daemon’s config (as SIGHUP does): changed servers get new entries, old ones drain'))

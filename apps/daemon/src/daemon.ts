@@ -30,6 +30,7 @@ import {
 } from '@mcpool/core';
 import { ConfigError, fingerprint, parseServersDocument } from '@mcpool/protocol';
 import type {
+  AuthStartResponse,
   CreateSessionRequest,
   DaemonEventPayload,
   EntryStatus,
@@ -49,6 +50,7 @@ import type { DaemonSettings, LoadedConfig } from './config/daemonConfig.js';
 import { EventHub } from './events.js';
 import { DaemonErrorCode, HttpError } from './http/errors.js';
 import { DaemonMetrics } from './metrics.js';
+import { OAuthManager } from './oauth/oauthManager.js';
 import type { SecretRedactor } from './secrets.js';
 import { restFailure } from './telemetry/serverTelemetry.js';
 import type { Telemetry } from './telemetry/telemetry.js';
@@ -83,6 +85,11 @@ export interface DaemonOptions {
   version?: string;
   /** OpenTelemetry, when it is on: server spans on `/mcp` and the REST tool call. @default off */
   telemetry?: Telemetry;
+  /**
+   * Where OAuth grants of remote servers are kept (`<dir>/oauth/`, files 0600). Unset: no OAuth
+   * client; a server answering 401 stays `auth_required` and cannot be authorized from here.
+   */
+  oauthStateDir?: string;
 }
 
 interface SessionSlot {
@@ -117,6 +124,8 @@ interface DaemonSession {
 
 export class Daemon {
   readonly pool: McpTransportPool;
+  /** The OAuth client of remote servers (with `oauthStateDir`). */
+  readonly oauth: OAuthManager | undefined;
   readonly events = new EventHub();
   readonly metrics: DaemonMetrics;
   /** Who may call: the operator token and the config's clients (rebuilt on reload). */
@@ -164,7 +173,18 @@ export class Daemon {
     this.#redactor.add(this.#operatorToken);
     this.#applyClients();
     const s = this.#settings;
+    this.oauth =
+      options.oauthStateDir === undefined
+        ? undefined
+        : new OAuthManager({
+            stateDir: options.oauthStateDir,
+            logger: this.#logger,
+            redactor: this.#redactor,
+            onAuthorized: (name) => this.pool.authorized(name),
+            onRefreshed: (name) => void this.pool.refreshAuthorization(name),
+          });
     this.pool = new McpTransportPool({
+      ...(this.oauth === undefined ? {} : { credentials: this.oauth }),
       shutdownStepMs: shutdownStepFor(s.shutdownTimeoutMs),
       drainDelayMs: s.drainDelayMs,
       maxIdleMs: s.maxIdleMs,
@@ -274,6 +294,7 @@ export class Daemon {
       return {
         ...common,
         status: live.status,
+        ...(live.status === 'auth_required' ? { errorKind: 'auth_required' as const } : {}),
         mcpStatus: live.mcpStatus === 'CONNECTED' ? 'connected' : live.mcpStatus === 'CONNECTING' ? 'connecting' : 'disconnected',
         entryCount: live.entryCount,
         entrySummary: live.entrySummary.map((entry) => ({
@@ -328,6 +349,44 @@ export class Daemon {
       else if (state === 'failed') failed += 1;
     }
     return { ready: this.#warmStarted && ready + failed === names.length, servers: { total: names.length, ready, failed } };
+  }
+
+  // --- Authorization --------------------------------------------------------------------------
+
+  /**
+   * `POST /workspace/mcp/:server/auth`: starts an OAuth flow for a configured remote server and
+   * answers where its user goes. `principal` is the caller: a `per-principal` server's grant is
+   * the caller's own.
+   *
+   * @throws HttpError NOT_FOUND (unknown server), PoolError INVALID_ARGUMENT (not remote, or no OAuth client), AUTH_FAILED
+   */
+  async authorize(name: string, principal: string, options: { device?: boolean } = {}): Promise<AuthStartResponse> {
+    this.#assertAccepting();
+    const config = Object.hasOwn(this.#config.servers, name) ? this.#config.servers[name] : undefined;
+    if (config === undefined) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
+    if (this.oauth === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'this daemon runs without an OAuth client (no state directory)');
+    if (config.oauth?.enabled === false) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${name} has oauth.enabled: false in its config`);
+    const sharing = config.sharing ?? 'shared';
+    return this.oauth.start(name, config, sharing === 'per-principal' ? principal : undefined, options);
+  }
+
+  /** REST sessions that hold `name` without a live view (it waited for authorization) acquire it again. */
+  async #rejoin(name: string): Promise<void> {
+    const config = Object.hasOwn(this.#config.servers, name) ? this.#config.servers[name] : undefined;
+    if (config === undefined) return;
+    await Promise.all(
+      [...this.#sessions.values()].map(async (session) => {
+        const slot = session.servers.get(name);
+        if (session.closed || slot === undefined || slot.injected || (slot.view !== undefined && slot.view.status !== 'failed')) return;
+        try {
+          const view = await this.pool.acquire(name, config, session.id, { principal: session.clientId });
+          if (session.closed) return void view.release().catch(() => undefined);
+          session.servers.set(name, { injected: false, view });
+        } catch (error) {
+          session.servers.set(name, { injected: false, error: toPlainError(error) });
+        }
+      }),
+    );
   }
 
   // --- Restart --------------------------------------------------------------------------------
@@ -646,6 +705,17 @@ export class Daemon {
    * applied for that entry (a lower generation) is dropped, as the pool's event contract says.
    */
   #onPoolEvent(event: PoolEvent): void {
+    if (event.type === 'authRequired') {
+      this.#publish({ type: 'auth_required', serverName: event.serverName, command: `mcpool auth ${event.serverName}` });
+      return;
+    }
+    if (event.type === 'authorized') {
+      this.#publish({ type: 'auth_completed', serverName: event.serverName });
+      // The warm hold failed on the 401; it comes back now (and with it the `ready` status).
+      if (!this.#warmHeld(event.serverName)) void this.#rewarm(event.serverName);
+      void this.#rejoin(event.serverName);
+      return;
+    }
     if (event.type === 'mcp_budget_warning') {
       this.#publish({ type: 'mcp_budget_warning', scope: 'workspace', liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
       return;
@@ -808,6 +878,7 @@ export class Daemon {
       const deadline = Date.now() + this.#settings.shutdownTimeoutMs;
       // 1. Stop accepting: new sessions, calls, restarts and reloads get 503 from here on.
       this.#accepting = false;
+      this.oauth?.close();
       this.#logger.info({ reason, sessions: this.#sessions.size, calls: this.#inFlight.size }, 'shutting down');
       this.#publish({ type: 'shutdown', signal: reason });
       // 2. Cancel in-flight calls (each sends notifications/cancelled upstream) and wait for them.

@@ -156,6 +156,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     reloadConfig: reload,
     version: VERSION,
     groupLedgerDir: join(stateDir, 'groups'),
+    oauthStateDir: stateDir,
     ...(telemetry ? { telemetry } : {}),
     ...(options.poolOptions ? { poolOptions: options.poolOptions } : {}),
   });

@@ -46,6 +46,8 @@ export interface HarnessOptions {
   logLevel?: 'debug' | 'info' | 'warn';
   /** Extra pool options (over `shutdownStepMs: 500`). */
   poolOptions?: DaemonOptions['poolOptions'];
+  /** Run the OAuth client of remote servers, its grants under the state directory. @default false */
+  oauth?: boolean;
 }
 
 export async function harness(doc: unknown, options: HarnessOptions = {}): Promise<Harness> {
@@ -60,7 +62,7 @@ export async function harness(doc: unknown, options: HarnessOptions = {}): Promi
   const redactor = new SecretRedactor();
   const logger = createLogger({ level: options.logLevel ?? 'warn', destination: memoryDestination(logs), redactor });
   const token = `operator-${randomUUID()}`;
-  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions } });
+  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}) });
   const app = await buildApp({ daemon, logger, redactor });
   if (options.start !== false) await daemon.start();
   return {

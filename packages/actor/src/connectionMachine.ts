@@ -56,6 +56,7 @@ export type ConnectionEvent =
   | { type: 'control.busy' }
   | { type: 'control.close'; reason: string }
   | { type: 'control.restart' }
+  | { type: 'control.fail'; error: WireError }
   | { type: 'transport.closed'; error?: string | undefined };
 
 export const connectionMachine = setup({
@@ -76,6 +77,9 @@ export const connectionMachine = setup({
     },
     storeError: assign({
       lastError: (_, params: { error: unknown }) => errorToWire(params.error),
+    }),
+    storeWireError: assign({
+      lastError: (_, params: { error: WireError }) => params.error,
     }),
     storeSpawnTimeout: assign({
       lastError: ({ context }) => ({
@@ -107,6 +111,7 @@ export const connectionMachine = setup({
   },
   guards: {
     canReconnect: ({ context }) => context.reconnectAttempt < context.reconnect.attempts,
+    isAuthRequired: (_, params: { error: unknown }) => (params.error as { code?: unknown } | undefined)?.code === ErrorCode.AUTH_REQUIRED,
     hasIdleStart: ({ context }) => context.firstIdleAt !== undefined,
     hasConnection: ({ context }) => context.connection !== undefined,
   },
@@ -206,6 +211,8 @@ export const connectionMachine = setup({
               actions: [{ type: 'storeConnection', params: ({ event }) => ({ connection: event.output }) }, { type: 'announceConnected', params: { reconnect: true } }],
             },
             onError: [
+              // A 401 waits for a token; trying again would only repeat it.
+              { guard: { type: 'isAuthRequired', params: ({ event }) => ({ error: event.error }) }, target: '#connection.failed', actions: { type: 'storeError', params: ({ event }) => ({ error: event.error }) } },
               { guard: 'canReconnect', target: 'waiting', actions: ['countAttempt', { type: 'storeError', params: ({ event }) => ({ error: event.error }) }] },
               { target: '#connection.failed', actions: { type: 'storeError', params: ({ event }) => ({ error: event.error }) } },
             ],
@@ -216,6 +223,7 @@ export const connectionMachine = setup({
       on: {
         'control.idle': 'draining',
         'control.restart': '.restarting',
+        'control.fail': { target: 'failed', actions: { type: 'storeWireError', params: ({ event }) => ({ error: event.error }) } },
         'control.close': { target: 'closed', actions: { type: 'storeCloseReason', params: ({ event }) => ({ reason: event.reason }) } },
       },
     },
@@ -234,6 +242,7 @@ export const connectionMachine = setup({
         ],
         // Restarting an idle entry cancels its drain; the supervisor re-arms it afterwards.
         'control.restart': 'active.restarting',
+        'control.fail': { target: 'failed', actions: { type: 'storeWireError', params: ({ event }) => ({ error: event.error }) } },
         // Nobody is using it: a lost transport simply ends the entry.
         'transport.closed': { target: 'closed', actions: { type: 'storeCloseReason', params: { reason: 'transport_closed_while_idle' } } },
         'control.close': { target: 'closed', actions: { type: 'storeCloseReason', params: ({ event }) => ({ reason: event.reason }) } },

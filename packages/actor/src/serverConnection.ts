@@ -467,7 +467,8 @@ async function probe(client: UpstreamClient, options: OpenConnectionOptions, tim
     if (error instanceof UpstreamClosedError || (client.transport instanceof ProcessGroupStdioTransport && client.transport.exited)) {
       throw new ProbeExited('the server exited on server/discover');
     }
-    if (error instanceof UpstreamHttpError && (error.status === 401 || error.status === 403)) {
+    if (error instanceof UpstreamHttpError && error.status === 401) throw authRequired(error);
+    if (error instanceof UpstreamHttpError && error.status === 403) {
       throw new PoolError(ErrorCode.SPAWN_FAILED, `the server refused the request: HTTP ${error.status} (authentication)`, { data: { status: error.status } });
     }
     if (isModernRefusal(error)) {
@@ -550,6 +551,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
       return opened;
     } catch (error) {
       await client.close();
+      if (error instanceof UpstreamHttpError && error.status === 401) throw authRequired(error);
       const status = error instanceof UpstreamHttpError ? error.status : undefined;
       if (status !== 400 && status !== 404 && status !== 405) throw error;
       logger.info({ status }, 'Streamable HTTP refused; falling back to legacy SSE');
@@ -558,8 +560,24 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
   const { LegacySseTransport } = await import('./transports/legacySseTransport.js');
   const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification' });
   track(client);
-  await client.start();
-  return { client, info: await initialize(client, options), probed: false };
+  try {
+    await client.start();
+    return { client, info: await initialize(client, options), probed: false };
+  } catch (error) {
+    if (error instanceof UpstreamHttpError && error.status === 401) throw authRequired(error);
+    throw error;
+  }
+}
+
+/**
+ * HTTP 401: the server wants a token the pool does not have, or refused the one it sent. Not a
+ * spawn failure: the connection machine does not retry it, the supervisor waits for a token.
+ * `challenge` is the `WWW-Authenticate` header (it names no secret: resource metadata, scopes).
+ */
+export function authRequired(error: UpstreamHttpError): PoolError {
+  return new PoolError(ErrorCode.AUTH_REQUIRED, 'the server requires authorization (HTTP 401)', {
+    data: { status: 401, ...(error.wwwAuthenticate === undefined ? {} : { challenge: error.wwwAuthenticate }) },
+  });
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ViewHubDeps {
   mapError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError;
   /** Re-lists the server's tools on `conn` and applies the result; never rejects. */
   relistTools(conn: ServerConnection, generation: number): Promise<void>;
+  /** The server refused the token (HTTP 401, `challenge`): true once the supervisor gave a new one, false when it has none. Never rejects. */
+  reauthorize(challenge: string | undefined): Promise<boolean>;
   logger: { warn(obj: object, msg?: string): void };
 }
 
@@ -191,9 +193,20 @@ export class ViewHub {
         signal: args.cancellable ? ctx.signal : undefined,
         onProgress: args.wantProgress ? (progress) => state.outbox.push(progressKey, () => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent)) : undefined,
       });
-    try {
+    const sendOrReauthorize = async (): Promise<Record<string, unknown>> => {
       try {
         return await send();
+      } catch (error) {
+        // HTTP 401: the server did not act on the request, so once the supervisor has a fresh
+        // token (a refresh) the call goes out again, once. A second 401 goes to the caller.
+        if (!(error instanceof UpstreamHttpError) || error.status !== 401 || ctx.signal.aborted) throw error;
+        if (!(await this.#deps.reauthorize(error.wwwAuthenticate))) throw error;
+        return await send();
+      }
+    };
+    try {
+      try {
+        return await sendOrReauthorize();
       } catch (error) {
         // A modern HTTP server refuses a call whose mirrored `Mcp-Param-*` headers do not match
         // the tool's current schema: its tools changed since they were listed. Re-list them
@@ -201,7 +214,7 @@ export class ViewHub {
         // view gets the new list) and retry once; a second refusal goes to the caller.
         if (args.method !== 'tools/call' || !isHeaderMismatch(error) || ctx.signal.aborted) throw error;
         await this.#deps.relistTools(conn, generation);
-        return await send();
+        return await sendOrReauthorize();
       }
     } catch (error) {
       throw this.#deps.mapError(error, args.cancellable === true, ctx.signal, generation, conn);

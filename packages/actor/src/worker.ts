@@ -10,10 +10,10 @@
 import { isMainThread, parentPort, threadId } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
 import type { Logger } from 'pino';
-import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents } from '@mcpool/protocol';
+import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents, WireError } from '@mcpool/protocol';
 import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
-import { ServerConnection } from './serverConnection.js';
+import { ServerConnection, authRequired } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
 import { UpstreamHttpError, UpstreamNetworkError } from './transports/upstreamTransport.js';
 import { jsonRpcErrorIn } from './transports/httpBody.js';
@@ -45,6 +45,7 @@ const hub: ViewHub = new ViewHub({
   },
   mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
   relistTools: (conn, generation) => store.refresh('tools', conn, generation),
+  reauthorize: (challenge) => reauthorize(challenge),
   get logger() {
     return logger;
   },
@@ -104,12 +105,54 @@ function defaultReconnect(config: ActorStartArgs['config']): ReconnectPolicy {
     : { attempts: 5, initialDelayMs: 1000, maxDelayMs: 16_000, factor: 2 };
 }
 
+/** The config with the host-supplied `Authorization` header (the config itself names none then). */
+function withAuthorization(config: ActorStartArgs['config'], authorization: string | undefined): ActorStartArgs['config'] {
+  if (authorization === undefined) return config;
+  return { ...config, headers: { ...config.headers, authorization } };
+}
+
+/** Calls waiting for the supervisor's answer to a refused token (true: a new one is set). */
+let authWaiters: ((renewed: boolean) => void)[] = [];
+/** How long a refused call waits for a refreshed token before it fails. */
+const REAUTHORIZE_WAIT_MS = 15_000;
+
+function settleAuthWaiters(renewed: boolean): void {
+  const waiters = authWaiters;
+  authWaiters = [];
+  for (const resolve of waiters) resolve(renewed);
+}
+
+/** Asks the supervisor once for a new token (however many calls were refused meanwhile) and waits for it, bounded. */
+function reauthorize(challenge: string | undefined): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      authWaiters = authWaiters.filter((waiter) => waiter !== settle);
+      resolve(false);
+    }, REAUTHORIZE_WAIT_MS);
+    timer.unref();
+    const settle = (renewed: boolean): void => {
+      clearTimeout(timer);
+      resolve(renewed);
+    };
+    authWaiters.push(settle);
+    if (authWaiters.length === 1) emitControl('authRejected', { challenge });
+  });
+}
+
+/** A refreshed token: later requests of the live connection carry it, and so does every reconnect. */
+function setAuthorization(authorization: string): void {
+  if (args === undefined) throw new PoolError(ErrorCode.INTERNAL, 'setAuthorization before start');
+  args = { ...args, authorization, config: withAuthorization(args.config, authorization) };
+  connection?.transport.setHeader?.('authorization', authorization);
+  settleAuthWaiters(true);
+}
+
 function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
   if (machine !== undefined) throw new PoolError(ErrorCode.INTERNAL, 'actor already started');
-  args = startArgs;
+  args = { ...startArgs, config: withAuthorization(startArgs.config, startArgs.authorization) };
   logger = logger.child({ server: startArgs.serverName, entryIndex: startArgs.entryIndex });
   logger.level = startArgs.logLevel;
-  const entryArgs = startArgs;
+  const entryArgs = args;
   return new Promise<ActorStartResult>((resolve, reject) => {
     machine = createActor(connectionMachine, {
       input: {
@@ -120,7 +163,8 @@ function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
             // A replacement starts only once the old process tree is gone (bounded).
             await settledWithin(retiring, entryArgs.shutdownStepMs * 2 + 1500);
             return ServerConnection.open({
-              config: entryArgs.config,
+              // The latest token (setAuthorization replaces `args`) for every reconnect.
+              config: args?.config ?? entryArgs.config,
               shutdownStepMs: entryArgs.shutdownStepMs,
               logger,
               signal,
@@ -248,6 +292,8 @@ function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal,
   }
   // The server answered with something that is not a JSON-RPC answer, or could not be reached:
   // its fault or the network's. Anything else thrown here is a bug in mcpool.
+  // Refused twice, or nothing to refresh with: the caller learns the server wants authorization.
+  if (error instanceof UpstreamHttpError && error.status === 401) return authRequired(error);
   if (error instanceof UpstreamHttpError) {
     // A modern server answers some refusals (a header mismatch, a missing capability) with a
     // 4xx whose body is the JSON-RPC error: the caller gets its code, as for any server error.
@@ -375,6 +421,13 @@ const channel = new RpcChannel(control, {
         return 'pong';
       case 'stderrTail':
         return { lines: [...stderrLines] };
+      case 'fail': {
+        settleAuthWaiters(false);
+        machine?.send({ type: 'control.fail', error: (opArgs as { error: WireError }).error });
+        return undefined;
+      }
+      case 'setAuthorization':
+        return setAuthorization((opArgs as { authorization: string }).authorization);
       default:
         throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown control operation ${op}`);
     }

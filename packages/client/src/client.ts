@@ -5,6 +5,7 @@
 import { ErrorCode, McpoolHttpError, McpoolRequestError, errorFromResponse } from './errors.js';
 import { SseParser } from './sse.js';
 import type {
+  AuthStartResponse,
   CapabilitiesResponse,
   CreateSessionRequest,
   DaemonEvent,
@@ -117,6 +118,15 @@ export class McpoolClient {
   restartServer(server: string, options: RequestOptions & { entryIndex?: number } = {}): Promise<RestartResponse> {
     const query = options.entryIndex === undefined ? '' : `?entryIndex=${encodeURIComponent(String(options.entryIndex))}`;
     return this.#json('POST', `/workspace/mcp/${encodeURIComponent(server)}/restart${query}`, undefined, options);
+  }
+
+  /**
+   * `POST /workspace/mcp/:server/auth`: starts an OAuth authorization of a remote server and
+   * answers where its user goes (a URL to open, or a device code). The daemon finishes the flow
+   * itself; `auth_completed` on the event stream says when.
+   */
+  authorizeServer(server: string, options: RequestOptions & { device?: boolean } = {}): Promise<AuthStartResponse> {
+    return this.#json('POST', `/workspace/mcp/${encodeURIComponent(server)}/auth`, options.device === true ? { device: true } : {}, options);
   }
 
   /** `POST /workspace/mcp/reload-all`: re-reads the daemon's config. An invalid file: 409, nothing applied. */

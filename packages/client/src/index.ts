@@ -16,6 +16,9 @@ export {
 } from './budget.js';
 export type { DaemonSessionViewState } from './budget.js';
 export type {
+  AuthCompletedEvent,
+  AuthRequiredEvent,
+  AuthStartResponse,
   BudgetGuardrailEvent,
   BudgetMode,
   BudgetWarningEvent,
@@ -38,6 +41,7 @@ export type {
   EventsLostEvent,
   HealthResponse,
   McpStatus,
+  ServerStatus,
   ReadyResponse,
   ReloadResult,
   RestartEntriesResponse,

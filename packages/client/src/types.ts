@@ -22,12 +22,19 @@ export interface ErrorBody {
 /** The MCPServerStatus values, aggregated over every entry of one server name. */
 export type McpStatus = 'connected' | 'connecting' | 'disconnected';
 
+/**
+ * A server's (or entry's) status in `GET /workspace/mcp`: an entry's status, or `auth_required`
+ * (the remote server answered HTTP 401 and no token it accepts is known: nothing runs, nothing is
+ * retried, until `mcpool auth <server>` or `POST /workspace/mcp/:server/auth`).
+ */
+export type ServerStatus = EntryStatus | 'auth_required';
+
 /** One pool entry of a server name. `entryIndex` is opaque and stable; the fingerprint never leaves the daemon. */
 export interface EntrySummaryItem {
   entryIndex: number;
   /** Sessions holding a view on the entry (the daemon's warm hold counts as one). */
   refs: number;
-  status: EntryStatus;
+  status: ServerStatus;
   /** Who may share this entry's process: `shared`, `per-principal` (one client's sessions) or `per-session`. */
   sharing: SharingPolicy;
   /**
@@ -47,8 +54,10 @@ export interface EntrySummaryItem {
 export interface WorkspaceMcpServer {
   kind: 'mcp_server';
   name: string;
-  /** Aggregated over the entries: any active → active, else draining, spawning, failed, closed. */
-  status: EntryStatus;
+  /** Aggregated over the entries: any active → active, else draining, spawning, auth_required, failed, closed. */
+  status: ServerStatus;
+  /** Why the server does not run, as a kind a client can act on: `auth_required` → authorize it. */
+  errorKind?: 'auth_required';
   mcpStatus: McpStatus;
   entryCount: number;
   entrySummary: EntrySummaryItem[];
@@ -310,6 +319,23 @@ export interface ConfigRejectedEvent {
   message: string;
 }
 
+/** A remote server needs authorization (`command` says what to run), or has just been authorized. */
+export interface AuthRequiredEvent {
+  type: 'auth_required';
+  serverName: string;
+  command: string;
+}
+
+export interface AuthCompletedEvent {
+  type: 'auth_completed';
+  serverName: string;
+}
+
+/** `POST /workspace/mcp/:server/auth`: where the user goes to authorize (never a token). */
+export type AuthStartResponse =
+  | { flow: 'authorization_code'; authorizationUrl: string; expiresAt: string }
+  | { flow: 'device_code'; verificationUri: string; verificationUriComplete?: string; userCode: string; expiresAt: string };
+
 export interface ServerRestartedEvent {
   type: 'server_restarted';
   serverName: string;
@@ -350,6 +376,8 @@ export type DaemonEventPayload =
   | ConfigReloadedEvent
   | ConfigRejectedEvent
   | ServerRestartedEvent
+  | AuthRequiredEvent
+  | AuthCompletedEvent
   | SessionCreatedEvent
   | SessionClosedEvent
   | EventsLostEvent

@@ -9,6 +9,7 @@ export type {
   DrainAllOptions,
   DrainAllResult,
   EntrySummary,
+  CredentialTarget,
   McpTransportPoolOptions,
   PoolBudgetCell,
   PoolSnapshot,
@@ -16,6 +17,7 @@ export type {
   ServerSnapshotSummary,
   SpawnBackoffSummary,
   SharingDefaultInfo,
+  UpstreamCredentials,
 } from './pool.js';
 export type { ActorHostOptions } from './actorHost.js';
 export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
@@ -31,6 +33,7 @@ export type {
 export type { SessionFields } from './sessionFilter.js';
 export { ConfigError, ErrorCode, MCPCallInterruptedError, PoolError, isWorkspaceScopedBudgetEvent } from '@mcpool/protocol';
 export type {
+  AuthEvent,
   BudgetEvent,
   BudgetMode,
   BudgetWarningEvent,

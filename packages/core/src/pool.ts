@@ -161,6 +161,38 @@ export interface McpTransportPoolOptions {
    * command line: read from `/proc`, so this reaps on Linux only). Turns the ledger on. @default false
    */
   reapLeftovers?: boolean;
+  /**
+   * Where tokens for remote servers come from (an OAuth client the host runs). Used for `http`
+   * and `sse` servers whose config sets no `Authorization` header and no `oauth: {enabled: false}`.
+   * Without it, or when it has no token, a server that answers HTTP 401 makes its key
+   * `auth_required`: acquires are refused with `MCPOOL_AUTH_REQUIRED` (nothing reaches the
+   * server) until the host calls {@link McpTransportPool.authorized}.
+   */
+  credentials?: UpstreamCredentials;
+}
+
+/** Which server (and, for a `per-principal` server, whose) a token is asked for. */
+export interface CredentialTarget {
+  serverName: string;
+  config: ServerConfig;
+  /** Set for a `per-principal` server only: tokens of different principals must not mix. */
+  principal: string | undefined;
+}
+
+/**
+ * The host's token source for remote servers. Values are whole `Authorization` header values
+ * (`Bearer …`); the pool sends them to its actor threads and nowhere else (not to logs, events or
+ * snapshots).
+ */
+export interface UpstreamCredentials {
+  /** The value to send now (refreshed by the host if it is about to expire), or undefined when there is none. */
+  authorization(target: CredentialTarget): Promise<string | undefined>;
+  /**
+   * The server answered `refused` (undefined: no token was sent) with HTTP 401 and `challenge`
+   * (its `WWW-Authenticate`). Return another value to try once (a refreshed token), or undefined:
+   * the key is then `auth_required`.
+   */
+  refused(target: CredentialTarget, refused: string | undefined, challenge: string | undefined): Promise<string | undefined>;
 }
 
 /** One entry's outcome of `restartByName`. */
@@ -188,7 +220,8 @@ export interface DrainAllResult {
 export interface EntrySummary {
   entryIndex: number;
   refs: number;
-  status: EntryStatus;
+  /** `auth_required`: the server answered HTTP 401 and no token it accepts is known; nothing runs. */
+  status: EntryStatus | 'auth_required';
   /** Who may share this entry's process. An unpooled entry is `per-session`. */
   sharing: SharingPolicy;
   /**
@@ -213,7 +246,8 @@ export interface EntrySummary {
 
 export interface ServerSnapshotSummary {
   name: string;
-  status: EntryStatus;
+  /** `auth_required` when no entry is live and one waits for authorization. */
+  status: EntryStatus | 'auth_required';
   mcpStatus: 'CONNECTED' | 'CONNECTING' | 'DISCONNECTED';
   entryCount: number;
   entrySummary: EntrySummary[];
@@ -266,6 +300,14 @@ interface TrippedKey {
   lastError: WireError;
 }
 
+/** A key whose server answered HTTP 401: refused without a spawn until the host has a token. */
+interface AuthGate {
+  serverName: string;
+  entryIndex: number;
+  placement: Placement;
+  challenge: string | undefined;
+}
+
 /** Which sessions an entry may serve: its policy and, when narrower than shared, whose it is. */
 interface Placement {
   readonly sharing: SharingPolicy;
@@ -305,6 +347,14 @@ interface PoolEntry {
   throttled: boolean;
   /** The highest snapshot generation the actor reported; every event of the entry carries it, so it never goes down. */
   generation: number;
+  /** The principal of a `per-principal` entry (for its credentials); undefined otherwise. */
+  readonly principal: string | undefined;
+  /** Which authorization the entry needs: its server and, per principal, whose (unpooled entries of one config share it). */
+  readonly authKey: string;
+  /** The `Authorization` value the actor holds, when the host's credentials supply one. */
+  authorization: string | undefined;
+  /** A refusal of the token being handled (one at a time per entry). */
+  authRefusal: Promise<void> | undefined;
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
@@ -370,6 +420,8 @@ export class McpTransportPool {
   #unpooledSeq = 0;
   #draining = false;
   readonly #tripped = new Map<ConnectionId, TrippedKey>();
+  readonly #authGates = new Map<string, AuthGate>();
+  readonly #credentials: UpstreamCredentials | undefined;
   readonly #failures = new Map<ConnectionId, number[]>();
   /** Configs whose last spawn failed, by `name::fingerprint`: acquires fail fast until `retryAt`. */
   readonly #spawnFailures = new Map<string, SpawnFailure>();
@@ -434,6 +486,7 @@ export class McpTransportPool {
     }
     this.#spawnBackoff = backoff;
     this.#reapLeftovers = options.reapLeftovers === true;
+    this.#credentials = options.credentials;
     if (this.#reapLeftovers && options.stateDir === false) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.reapLeftovers needs a stateDir, got stateDir: false');
     // No I/O here: the ledger makes its directory when it records its first group.
     const stateDir = typeof options.stateDir === 'string' ? options.stateDir : this.#reapLeftovers ? defaultStateDir() : undefined;
@@ -546,6 +599,11 @@ export class McpTransportPool {
         data: { serverName: name, entryIndex: tripped.entryIndex, lastError: tripped.lastError },
       });
     }
+    const entryPrincipal = sharing === 'per-principal' ? principal : undefined;
+    // Unpooled entries have an id per acquire; whether a token is missing is the same for all of them.
+    const authKey = entryPrincipal === undefined ? connectionIdOf(name, fp) : `${connectionIdOf(name, fp)}::${this.#ownerDigest('principal', entryPrincipal)}`;
+    if (this.#authGates.has(authKey)) throw authRequiredError(name);
+    let authRetried = false;
     const token = { cancelled: false };
     let tokens = this.#pending.get(sessionId);
     if (tokens === undefined) this.#pending.set(sessionId, (tokens = new Set()));
@@ -573,7 +631,7 @@ export class McpTransportPool {
             if (entry === undefined) {
               // A spawn that failed while this one waited for its slot set a backoff.
               this.#assertNoBackoff(name, fp);
-              entry = this.#spawn(name, id, config, pooled, sessionId, placement);
+              entry = this.#spawn(name, id, config, pooled, sessionId, placement, { principal: entryPrincipal, key: authKey });
               void entry.ready.then(slot, slot);
             } else slot();
           } catch (error) {
@@ -587,6 +645,14 @@ export class McpTransportPool {
         this.#index(sessionId, entry);
         try {
           await entry.ready;
+        } catch (error) {
+          // The token was refused at connect and the host has a refreshed one: one more try.
+          if (!authRetried && error instanceof PoolError && error.code === ErrorCode.AUTH_REQUIRED && !this.#authGates.has(authKey)) {
+            authRetried = true;
+            attempt -= 1;
+            continue;
+          }
+          throw error;
         } finally {
           if (!entry.views.has(sessionId)) this.#unindex(sessionId, entry);
         }
@@ -694,6 +760,11 @@ export class McpTransportPool {
       const server = (servers[failure.serverName] ??= { name: failure.serverName, status: 'failed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
       server.spawnBackoff = { failures: failure.failures, retryAt: new Date(failure.retryAt).toISOString(), lastError: failure.lastError };
     }
+    for (const gate of this.#authGates.values()) {
+      const server = (servers[gate.serverName] ??= { name: gate.serverName, status: 'closed', mcpStatus: 'DISCONNECTED', entryCount: 0, entrySummary: [] });
+      server.entryCount += 1;
+      server.entrySummary.push({ entryIndex: gate.entryIndex, refs: 0, status: 'auth_required', ...placementFields(gate.placement) });
+    }
     for (const server of Object.values(servers)) {
       if (server.entrySummary.length === 0) continue;
       server.entrySummary.sort((a, b) => a.entryIndex - b.entryIndex);
@@ -781,6 +852,30 @@ export class McpTransportPool {
     } catch (error) {
       return result(false, error instanceof PoolError ? error.code : 'failed');
     }
+  }
+
+  /**
+   * The host has a token for `serverName` now: its keys leave `auth_required` (the next acquire
+   * connects, with the token from `credentials`), and live entries of it take the current token.
+   * Emits `authorized`.
+   */
+  authorized(serverName: string): void {
+    for (const [id, gate] of this.#authGates) if (gate.serverName === serverName) this.#authGates.delete(id);
+    this.#emit({ type: 'authorized', serverName });
+    void this.refreshAuthorization(serverName);
+  }
+
+  /** Hands the current token from `credentials` to every live entry of `serverName` whose token changed (after a refresh). */
+  async refreshAuthorization(serverName: string): Promise<void> {
+    const live = [...this.#entries.values()].filter((entry) => entry.serverName === serverName && entry.status !== 'spawning' && !isTerminal(entry.status) && this.#usesCredentials(entry.config));
+    await Promise.all(
+      live.map(async (entry) => {
+        const next = await this.#credentials!.authorization(this.#targetOf(entry)).catch(() => undefined);
+        if (next === undefined || next === entry.authorization) return;
+        entry.authorization = next;
+        await entry.handle.request('setAuthorization', { authorization: next }).catch(() => undefined);
+      }),
+    );
   }
 
   /** Health figures that need a process listing: zombie children (killed after their thread died). */
@@ -902,8 +997,59 @@ export class McpTransportPool {
     return createHash('sha256').update(this.#ownerSalt).update(kind).update('\u0000').update(owner).digest('hex').slice(0, 32);
   }
 
+  /** Remote servers without a configured `Authorization` header take their token from `credentials`. */
+  #usesCredentials(config: ServerConfig): boolean {
+    if (this.#credentials === undefined || (config.transport !== 'http' && config.transport !== 'sse') || config.oauth?.enabled === false) return false;
+    return !Object.keys(config.headers ?? {}).some((header) => header.toLowerCase() === 'authorization');
+  }
+
+  #targetOf(entry: PoolEntry): CredentialTarget {
+    return { serverName: entry.serverName, config: entry.config, principal: entry.principal };
+  }
+
+  /** The key answers 401 and no token helps: refused without a spawn until `authorized`. */
+  #closeGate(entry: PoolEntry, challenge: string | undefined): void {
+    if (this.#authGates.has(entry.authKey)) return;
+    this.#authGates.set(entry.authKey, { serverName: entry.serverName, entryIndex: entry.entryIndex, placement: entry.placement, challenge });
+    this.#logger.warn({ server: entry.serverName, entryIndex: entry.entryIndex }, `${entry.serverName} requires authorization: nothing is retried until it is authorized`);
+    this.#emit({ type: 'authRequired', serverName: entry.serverName, challenge });
+  }
+
+  /** A connect met HTTP 401: a refreshed token gets one more try (by the acquire), else the key waits for authorization. */
+  async #spawnRefused(entry: PoolEntry, failure: PoolError): Promise<PoolError> {
+    const challenge = (failure.data as { challenge?: string } | undefined)?.challenge;
+    if (this.#usesCredentials(entry.config)) {
+      const next = await this.#credentials!.refused(this.#targetOf(entry), entry.authorization, challenge).catch(() => undefined);
+      if (next !== undefined && next !== entry.authorization) return new PoolError(ErrorCode.AUTH_REQUIRED, `${entry.serverName} refused its token; a refreshed one is ready`, { data: { serverName: entry.serverName } });
+    }
+    this.#closeGate(entry, challenge);
+    return authRequiredError(entry.serverName);
+  }
+
+  /** A call met HTTP 401 (expired or revoked token): refresh once, else close the entry and wait for authorization. */
+  #callRefused(entry: PoolEntry, challenge: string | undefined): Promise<void> {
+    entry.authRefusal ??= (async () => {
+      const sent = entry.authorization;
+      const next = this.#usesCredentials(entry.config) ? await this.#credentials!.refused(this.#targetOf(entry), sent, challenge).catch(() => undefined) : undefined;
+      if (next !== undefined && next !== sent) {
+        entry.authorization = next;
+        await entry.handle.request('setAuthorization', { authorization: next }).catch(() => undefined);
+        return;
+      }
+      if (isTerminal(entry.status)) return;
+      this.#closeGate(entry, challenge);
+      // Every entry on that authorization (unpooled ones each have their own connection) holds
+      // the same dead token: each actor fails its entry with this error, so every view gets
+      // `failed` and what to run.
+      const error = authRequiredError(entry.serverName).toWire();
+      const holders = [...this.#entries.values()].filter((other) => other.authKey === entry.authKey && !isTerminal(other.status));
+      await Promise.all(holders.map((holder) => holder.handle.request('fail', { error }).catch(() => this.#closeEntry(holder, 'auth_required'))));
+    })().finally(() => (entry.authRefusal = undefined));
+    return entry.authRefusal;
+  }
+
   /** Creates the entry and starts its actor. Synchronous up to the point the entry is visible. */
-  #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string, placement: Placement): PoolEntry {
+  #spawn(name: string, id: ConnectionId, config: ServerConfig, pooled: boolean, sessionId: string, placement: Placement, auth?: { principal: string | undefined; key: string }): PoolEntry {
     // Before the budget: a refusal here reserves nothing. The host counts a thread from its
     // creation (synchronous, below) to its exit, so concurrent spawns cannot overshoot.
     if (this.#host.liveCount >= this.#maxActors) {
@@ -945,6 +1091,10 @@ export class McpTransportPool {
       throttled: false,
       generation: 0,
       era: undefined,
+      principal: auth?.principal,
+      authKey: auth?.key ?? id,
+      authorization: undefined,
+      authRefusal: undefined,
     };
     this.#entries.set(id, entry);
     this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: entry.generation, status: 'spawning' });
@@ -969,7 +1119,13 @@ export class McpTransportPool {
     // A replacement starts only once its predecessor's process tree is gone (bounded).
     const previous = this.#retiring.get(id);
     entry.ready = (previous === undefined ? Promise.resolve() : withDeadline(previous, this.#options.shutdownStepMs * 2 + 3000))
-      .then(() => handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS }))
+      .then(async () => {
+        if (this.#usesCredentials(config)) {
+          entry.authorization = await this.#credentials!.authorization(this.#targetOf(entry));
+          if (entry.authorization !== undefined) args.authorization = entry.authorization;
+        }
+        return handle.request<ActorStartResult>('start', args, { timeoutMs: spawnTimeoutMs + ACTOR_SLACK_MS });
+      })
       .then((result) => {
         seenGeneration(entry, result.snapshot.generation);
         entry.lastPongAt = performance.now();
@@ -981,7 +1137,8 @@ export class McpTransportPool {
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
       })
       .catch(async (error: unknown) => {
-        const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
+        let failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
+        if (failure.code === ErrorCode.AUTH_REQUIRED) failure = await this.#spawnRefused(entry, failure);
         entry.lastError = failure.toWire();
         this.#recordSpawnFailure(spawnKey, name, entry.lastError);
         // The cached era may be what failed: the next spawn of this config probes again.
@@ -1013,7 +1170,8 @@ export class McpTransportPool {
   #recordSpawnFailure(key: string, name: string, lastError: WireError): void {
     if (this.#spawnBackoff === false) return;
     // Not the server's fault: the next acquire may spawn at once.
-    if (lastError.code === ErrorCode.CONNECTION_RELEASED || lastError.code === ErrorCode.POOL_DRAINING) return;
+    // An auth refusal has its own gate, lifted by a token, not by time.
+    if (lastError.code === ErrorCode.CONNECTION_RELEASED || lastError.code === ErrorCode.POOL_DRAINING || lastError.code === ErrorCode.AUTH_REQUIRED) return;
     const failures = (this.#spawnFailures.get(key)?.failures ?? 0) + 1;
     const delay = Math.min(this.#spawnBackoff.maxMs, this.#spawnBackoff.initialMs * 2 ** Math.min(failures - 1, 30));
     this.#spawnFailures.set(key, { serverName: name, failures, retryAt: Date.now() + delay, lastError });
@@ -1207,6 +1365,10 @@ export class McpTransportPool {
       entry.throttled = (data as ActorEvents['throttle']).throttled;
       return;
     }
+    if (ev === 'authRejected') {
+      void this.#callRefused(entry, (data as ActorEvents['authRejected']).challenge);
+      return;
+    }
     if (ev === 'era') {
       const { era, protocolVersion, probed } = data as ActorEvents['era'];
       entry.era = era;
@@ -1241,6 +1403,8 @@ export class McpTransportPool {
       else {
         const lastError = payload.error ?? { code: ErrorCode.SERVER_FAILED, message: 'failed' };
         entry.lastError = lastError;
+        // A reconnect met HTTP 401: the key waits for a token like a first connect would.
+        if (lastError.code === ErrorCode.AUTH_REQUIRED) this.#closeGate(entry, (lastError.data as { challenge?: string } | undefined)?.challenge);
         this.#emit({ ...base, type: 'failed', lastError });
         for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
         entry.views.clear();
@@ -1288,7 +1452,7 @@ export class McpTransportPool {
     if (this.#draining || this.#tripped.has(dead.id) || this.#entries.has(dead.id)) return;
     const log = this.#logger.child({ server: dead.serverName });
     try {
-      const replacement = this.#spawn(dead.serverName, dead.id, dead.config, dead.pooled, 'restart', dead.placement);
+      const replacement = this.#spawn(dead.serverName, dead.id, dead.config, dead.pooled, 'restart', dead.placement, { principal: dead.principal, key: dead.authKey });
       log.info({ entryIndex: replacement.entryIndex, replaces: dead.entryIndex }, 'a held entry died: started its replacement');
       replacement.ready.then(
         () => this.#idleIfUnused(replacement),
@@ -1377,13 +1541,21 @@ function seenGeneration(entry: PoolEntry, generation: number | undefined): numbe
   return entry.generation;
 }
 
+/** The error of an acquire that waits for authorization: what to run is in the message and `data`. */
+function authRequiredError(serverName: string): PoolError {
+  const command = `mcpool auth ${serverName}`;
+  return new PoolError(ErrorCode.AUTH_REQUIRED, `${serverName} requires authorization: run \`${command}\` (or POST /workspace/mcp/${encodeURIComponent(serverName)}/auth) and try again`, {
+    data: { serverName, command },
+  });
+}
+
 function isTerminal(status: EntryStatus): boolean {
   return status === 'closed' || status === 'failed';
 }
 
 /** Per name: any active entry makes it active, else draining, else spawning, else failed, else closed. */
-function aggregateStatus(statuses: EntryStatus[]): EntryStatus {
-  for (const status of ['active', 'draining', 'spawning', 'failed'] as const) if (statuses.includes(status)) return status;
+function aggregateStatus(statuses: EntrySummary['status'][]): EntrySummary['status'] {
+  for (const status of ['active', 'draining', 'spawning', 'auth_required', 'failed'] as const) if (statuses.includes(status)) return status;
   return 'closed';
 }
 

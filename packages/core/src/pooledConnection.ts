@@ -451,7 +451,8 @@ export class PooledConnection {
       } else {
         this.#status = 'failed';
         const lastError = status.error ?? { code: ErrorCode.SERVER_FAILED, message: 'the server failed' };
-        this.#releaseError = errorFromWire({ code: ErrorCode.SERVER_FAILED, message: `${this.serverName} failed: ${lastError.message}`, data: { lastError } });
+        // Waiting for authorization is not a failure of the server: the caller gets what to run.
+        this.#releaseError = lastError.code === ErrorCode.AUTH_REQUIRED ? errorFromWire(lastError) : errorFromWire({ code: ErrorCode.SERVER_FAILED, message: `${this.serverName} failed: ${lastError.message}`, data: { lastError } });
         this.#emit('failed', { ...base, type: 'failed', lastError });
       }
     }

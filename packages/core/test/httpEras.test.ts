@@ -5,7 +5,7 @@
  * the pool to `initialize`; a 401 is an auth failure, not era evidence.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode, type McpTransportPool } from '@mcpool/core';
+import { ErrorCode, type McpTransportPool, type PoolEvent } from '@mcpool/core';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 import { textOf } from '../../../test/helpers/processes.js';
@@ -96,9 +96,37 @@ describe('HTTP upstreams of both eras', () => {
       () => undefined,
       (error: unknown) => error as { code?: string; message?: string },
     );
-    expect(failure?.code).toBe(ErrorCode.SPAWN_FAILED);
-    expect(failure?.message).toMatch(/401/);
+    expect(failure?.code).toBe(ErrorCode.AUTH_REQUIRED);
+    expect(failure?.message).toMatch(/requires authorization: run `mcpool auth guarded`/);
     // Never fell back to initialize on the strength of the 401.
     expect(server.exchanges.some((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'initialize')).toBe(false);
+  }, LONG);
+
+  it('after a 401 the key is auth_required: acquires are refused without a request until authorized()', async () => {
+    const server: HttpModernServer = await startHttpModernServer({ token: 'right-token' });
+    servers.push(server);
+    const events: PoolEvent[] = [];
+    let token = 'Bearer wrong';
+    const pool = newPool({
+      stateDir: false,
+      onEvent: (event) => events.push(event),
+      credentials: { authorization: () => Promise.resolve(token), refused: () => Promise.resolve(undefined) },
+    });
+    const config = { type: 'http', url: server.url };
+    await expect(pool.acquire('guarded', config, 's1')).rejects.toMatchObject({ code: ErrorCode.AUTH_REQUIRED });
+    const seen = server.exchanges.length;
+    expect(pool.getSnapshot().servers.guarded).toMatchObject({ status: 'auth_required', entrySummary: [{ status: 'auth_required' }] });
+    expect(events).toContainEqual({ type: 'authRequired', serverName: 'guarded', challenge: expect.stringContaining('resource_metadata=') });
+    for (let i = 0; i < 20; i++) {
+      await expect(pool.acquire('guarded', config, `s${i + 2}`)).rejects.toMatchObject({ code: ErrorCode.AUTH_REQUIRED, data: { serverName: 'guarded', command: 'mcpool auth guarded' } });
+    }
+    expect(server.exchanges.length).toBe(seen);
+    // The host has a token now: the gate opens and the next acquire connects with it.
+    token = 'Bearer right-token';
+    pool.authorized('guarded');
+    expect(events).toContainEqual({ type: 'authorized', serverName: 'guarded' });
+    const view = await pool.acquire('guarded', config, 'after');
+    expect(textOf(await view.callTool('echo', { text: 'authorized' }))).toContain('authorized');
+    expect(server.exchanges.at(-1)?.headers.authorization).toBe('Bearer right-token');
   }, LONG);
 });

@@ -56,6 +56,18 @@ export const ErrorCode = {
   SERVER_FAILED: 'MCPOOL_SERVER_FAILED',
   /** The connection actor (worker thread) died or stopped answering. */
   ACTOR_DIED: 'MCPOOL_ACTOR_DIED',
+  /**
+   * The remote server answered HTTP 401: it needs an OAuth token the pool does not have (or one
+   * it revoked). Nothing is retried until the operator authorizes (`mcpool auth <server>`, or
+   * `POST /workspace/mcp/:server/auth`); `data` has `serverName` and `command`.
+   */
+  AUTH_REQUIRED: 'MCPOOL_AUTH_REQUIRED',
+  /**
+   * An OAuth authorization could not be started or completed: discovery found no usable
+   * authorization server, its metadata failed validation (issuer mismatch, an endpoint that is
+   * not https or loopback http), or the server refused the grant. The message says which.
+   */
+  AUTH_FAILED: 'MCPOOL_AUTH_FAILED',
   /** A message port closed before the answer came. */
   PORT_CLOSED: 'MCPOOL_PORT_CLOSED',
 
@@ -216,6 +228,8 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.ENTRY_CLOSING]: 503,
   [ErrorCode.NOT_CONNECTED]: 503,
   [ErrorCode.SERVER_FAILED]: 502,
+  [ErrorCode.AUTH_REQUIRED]: 503,
+  [ErrorCode.AUTH_FAILED]: 502,
   [ErrorCode.ACTOR_DIED]: 502,
   [ErrorCode.PORT_CLOSED]: 502,
   [ErrorCode.BUDGET_EXHAUSTED]: 503,
@@ -275,6 +289,8 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.ENTRY_CLOSING]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_CONNECTED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SERVER_FAILED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.AUTH_REQUIRED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.AUTH_FAILED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.ACTOR_DIED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.PORT_CLOSED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BUDGET_EXHAUSTED]: JsonRpcCode.SERVER_ERROR,

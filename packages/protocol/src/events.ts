@@ -94,8 +94,17 @@ export type BudgetEvent = BudgetWarningEvent | ChildRefusedBatchEvent;
 
 export type BudgetMode = 'enforce' | 'warn' | 'off';
 
+/**
+ * A remote server needs authorization (`authRequired`: it answered 401 and the pool has no token
+ * it accepts), or got it (`authorized`: the host has a token; the next acquire connects).
+ * `challenge` is the server's `WWW-Authenticate` header, which names no secret.
+ */
+export type AuthEvent =
+  | { type: 'authRequired'; serverName: string; challenge?: string | undefined }
+  | { type: 'authorized'; serverName: string };
+
 /** Everything `McpTransportPool`'s `onEvent` receives. */
-export type PoolEvent = EntryEvent | BudgetEvent;
+export type PoolEvent = EntryEvent | BudgetEvent | AuthEvent;
 
 export type PoolEventType = PoolEvent['type'];
 

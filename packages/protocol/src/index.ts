@@ -31,6 +31,7 @@ export type { ClientErrorCode } from './errorCodes.js';
 export type { CallInterruptedData, PoolErrorOptions, WireError } from './errors.js';
 export { isWorkspaceScopedBudgetEvent } from './events.js';
 export type {
+  AuthEvent,
   BudgetEvent,
   BudgetMode,
   BudgetWarningEvent,

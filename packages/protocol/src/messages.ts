@@ -52,6 +52,11 @@ export interface ActorStartArgs {
   probeTimeoutMs?: number | undefined;
   /** The pool's client declaration: modern `_meta` for views that declare none. */
   client?: ViewClientInfo | undefined;
+  /**
+   * The `Authorization` header value for a remote server whose credentials the pool's host
+   * supplies (an OAuth access token). A secret: never logged, never in a snapshot.
+   */
+  authorization?: string | undefined;
 }
 
 export interface ActorStartResult {
@@ -108,6 +113,10 @@ export interface ControlOps {
    * replaced by `[redacted]`.
    */
   stderrTail: { args: null; result: { lines: string[] } };
+  /** The supervisor ends the connection with `error` (its token was revoked): views get `failed` with it. */
+  fail: { args: { error: WireError }; result: void };
+  /** A new `Authorization` value (a refreshed token): used by every later request and reconnect. */
+  setAuthorization: { args: { authorization: string }; result: void };
 }
 
 export interface ActorEvents {
@@ -115,6 +124,8 @@ export interface ActorEvents {
   spawned: { pid: number; pgid: number };
   /** A retired connection's process group is gone (after a restart or a transport loss). */
   reaped: { pgid: number };
+  /** The remote server answered a call with HTTP 401; `challenge` is its `WWW-Authenticate`. */
+  authRejected: { challenge?: string | undefined };
   /** The actor's machine changed state. */
   status: { status: EntryStatus; generation: number; reason?: string /* a DisconnectReason, or free text */; error?: WireError };
   /** The connection was lost, came back, or failed (the same payload views get). */

@@ -77,7 +77,8 @@ export function formatStatus(status: WorkspaceMcpStatus): string {
     const detail =
       server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}${entry.health === undefined ? '' : ` ${entry.health}`}`).join(', ') ||
       (server.lastError ? `${server.lastError.code}: ${server.lastError.message.split('\n')[0]}` : '-');
-    rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), detail]);
+    const next = server.errorKind === 'auth_required' ? ` — run: mcpool auth ${server.name}` : '';
+    rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), detail + next]);
   }
   const b = status.budget;
   const split = Object.entries(b.bySharing ?? {}).filter(([, count]) => count > 0).map(([policy, count]) => `${count} ${policy}`).join(', ');

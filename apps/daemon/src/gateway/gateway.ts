@@ -94,6 +94,7 @@ export class Gateway {
   readonly #modern: ModernRouter;
   /** Modern answers being written (streams included): each ends with the gateway. */
   readonly #modernResponses = new Set<ServerResponse>();
+  readonly #offAuth: () => void;
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
@@ -117,6 +118,10 @@ export class Gateway {
       logger: this.#logger,
       viewIdleMs: Math.min(settings.mcpSessionTtlMs, 60_000),
       observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
+    });
+    // A server just authorized joins the sessions that were waiting for it (they get list_changed).
+    this.#offAuth = this.#daemon.events.subscribe(({ payload }) => {
+      if (payload.type === 'auth_completed') for (const session of this.#sessions.values()) session.retryServer(payload.serverName);
     });
   }
 
@@ -195,6 +200,7 @@ export class Gateway {
     clearInterval(this.#reaper);
     await this.#modern.close();
     for (const res of this.#modernResponses) res.end();
+    this.#offAuth();
     await Promise.all([...this.#sessions.values()].map((session) => session.close('daemon shutting down')));
   }
 

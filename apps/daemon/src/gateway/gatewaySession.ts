@@ -196,6 +196,12 @@ export class GatewaySession {
     });
   }
 
+  /** Acquires `name` again now if this session has it and it did not start (it was just authorized). */
+  retryServer(name: string): void {
+    const slot = this.#slots.get(name);
+    if (slot !== undefined && slot.view === undefined && !this.closed) void this.#acquire(slot);
+  }
+
   /** Acquires every server of the session (in parallel); a failure is kept in its slot. */
   async acquireAll(): Promise<void> {
     await Promise.all([...this.#slots.values()].map((slot) => this.#acquire(slot)));

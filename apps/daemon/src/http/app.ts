@@ -13,6 +13,8 @@ import type { ErrorCode } from '@mcpool/protocol';
 import { DaemonErrorCode, HttpError, classifyError, errorBody, statusOf } from './errors.js';
 import { buildOpenApi, type RouteDoc } from './openapi.js';
 import {
+  authBody,
+  authStartSchema,
   capabilitiesSchema,
   createSessionBody,
   healthSchema,
@@ -43,6 +45,7 @@ export const CAPABILITIES: readonly string[] = Object.freeze([
   'mcp_pool_reload',
   'mcp_pool_events',
   'mcp_session_injection',
+  'mcp_upstream_oauth',
 ]);
 
 declare module 'fastify' {
@@ -118,6 +121,20 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
         const { server } = request.params as { server: string };
         const { entryIndex } = parseInput(restartQuery, request.query ?? {}, 'query');
         return daemon.restart(server, entryIndex === undefined ? undefined : Number(entryIndex));
+      },
+    },
+    {
+      method: 'POST',
+      url: '/workspace/mcp/:server/auth',
+      summary: 'Start an OAuth authorization of a remote server: answers the URL to open (or, with {device: true}, a device code); the daemon completes the flow and announces auth_completed',
+      right: 'write',
+      body: authBody,
+      responses: { 200: { description: 'Where the user goes to authorize', schema: authStartSchema } },
+      errors: [400, 404, 502, 503],
+      handler: (request) => {
+        const { server } = request.params as { server: string };
+        const body = parseInput(authBody, request.body ?? {}, 'body');
+        return daemon.authorize(server, principal(request).id, body.device === undefined ? {} : { device: body.device });
       },
     },
     {

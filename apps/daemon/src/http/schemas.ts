@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type {
+  AuthStartResponse,
   CapabilitiesResponse,
   CreateSessionRequest,
   ErrorBody,
@@ -40,6 +41,13 @@ export const toolCallBody = z
   })
   .strict();
 
+export const authBody = z.object({ device: z.boolean().optional() }).strict();
+
+export const authStartSchema = z.union([
+  z.object({ flow: z.literal('authorization_code'), authorizationUrl: z.string(), expiresAt: z.string() }).strict(),
+  z.object({ flow: z.literal('device_code'), verificationUri: z.string(), verificationUriComplete: z.string().optional(), userCode: z.string(), expiresAt: z.string() }).strict(),
+]);
+
 export const restartQuery = z
   .object({ entryIndex: z.string().regex(/^\d{1,9}$/).optional() })
   .strict();
@@ -55,7 +63,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
 
 // --- Responses ----------------------------------------------------------------------------------
 
-const entryStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed']);
+const serverStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed', 'auth_required']);
 const budgetMode = z.enum(['enforce', 'warn', 'off']);
 const sharingPolicy = z.enum(['shared', 'per-principal', 'per-session']);
 const plainError = z.object({ code: z.string(), message: z.string() });
@@ -69,11 +77,12 @@ export const workspaceMcpSchema = z.object({
     z.object({
       kind: z.literal('mcp_server'),
       name: z.string(),
-      status: entryStatus,
+      status: serverStatus,
+      errorKind: z.literal('auth_required').optional(),
       mcpStatus: z.enum(['connected', 'connecting', 'disconnected']),
       entryCount: z.number().int(),
       entrySummary: z.array(
-        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: entryStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional(), throttled: z.literal(true).optional() }).strict(),
+        z.object({ entryIndex: z.number().int(), refs: z.number().int(), status: serverStatus, sharing: sharingPolicy, ownerLabel: z.string().optional(), era: z.enum(['legacy', 'modern']).optional(), health: z.literal('unresponsive').optional(), throttled: z.literal(true).optional() }).strict(),
       ),
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
@@ -152,6 +161,7 @@ export type _SchemasAgreeWithClientTypes = [
   Assert<Same<z.infer<typeof errorBodySchema>, ErrorBody>>,
   Assert<Same<z.infer<typeof workspaceMcpSchema>, WorkspaceMcpStatus>>,
   Assert<Same<z.infer<typeof restartResponseSchema>, RestartResponse>>,
+  Assert<Same<z.infer<typeof authStartSchema>, AuthStartResponse>>,
   Assert<Same<z.infer<typeof reloadResultSchema>, ReloadResult>>,
   Assert<Same<z.infer<typeof sessionInfoSchema>, SessionInfo>>,
   Assert<Same<z.infer<typeof sessionListSchema>, SessionList>>,

@@ -7,11 +7,12 @@
  * a used code, the cookie from another origin.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './chromium.js';
 import { harness, type Harness } from '../helpers.js';
 import { connectClient } from '../gatewayHelpers.js';
 
@@ -20,7 +21,6 @@ const ECHO = fileURLToPath(new URL('../../../../test/fixtures/servers/echo.mjs',
 const LEAKY = fileURLToPath(new URL('../../../../test/fixtures/servers/leaky.mjs', import.meta.url));
 const SECRET = `dash-secret-${randomUUID()}`;
 const IDE_TOKEN = `ide-${randomUUID()}`;
-const CHROMIUM = process.env.MCPOOL_CHROMIUM ?? '/usr/bin/chromium';
 /** Set to a path to (re)take the README's screenshot. */
 const SCREENSHOT = process.env.MCPOOL_SCREENSHOT;
 
@@ -35,7 +35,6 @@ async function loginCode(): Promise<string> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set MCPOOL_CHROMIUM`);
   h = await harness(
     {
       mcpServers: {
@@ -48,12 +47,7 @@ beforeAll(async () => {
   );
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
-  // The flags this machine needs: no sandbox as root, and no background connections to the outside.
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {

@@ -11,7 +11,7 @@ import './style.css';
 const EVENT_TYPES = [
   'entry_status', 'disconnected', 'reconnected', 'failed', 'mcp_budget_warning', 'mcp_child_refused_batch',
   'servers_progress', 'config_reloaded', 'config_rejected', 'server_restarted', 'session_created', 'session_closed',
-  'events_lost', 'shutdown', 'auth_required',
+  'events_lost', 'shutdown', 'auth_required', 'auth_completed',
 ];
 const MAX_EVENTS = 100;
 const STATUS_POLL_MS = 3000;
@@ -45,6 +45,8 @@ function describeEvent(event) {
     case 'config_rejected': return `config rejected (${event.trigger}): ${event.message}`;
     case 'mcp_budget_warning': return `budget warning: ${event.liveCount}/${event.clientBudget} live`;
     case 'mcp_child_refused_batch': return `budget refused ${event.refused.length} server(s)`;
+    case 'auth_required': return `${event.serverName} needs authorization (Authorize, or run ${event.command})`;
+    case 'auth_completed': return `${event.serverName} authorized`;
     case 'servers_progress': return `servers ready ${event.ready}/${event.total}${event.failed ? `, ${event.failed} failed` : ''}`;
     default: return event.type;
   }
@@ -98,7 +100,7 @@ function StderrPanel({ name, tick }) {
   </details>`;
 }
 
-function Servers({ servers, stats, onRestart, busy, canWrite, tick }) {
+function Servers({ servers, stats, onRestart, onAuthorize, busy, canWrite, tick }) {
   if (servers.length === 0) return html`<p class="empty">No servers configured.</p>`;
   const columns = 11;
   return html`<table class="servers">
@@ -122,7 +124,9 @@ function Servers({ servers, stats, onRestart, busy, canWrite, tick }) {
             <td class="p50" title=${window}>${latency(stat?.p50Ms)}</td>
             <td class="p95" title=${window}>${latency(stat?.p95Ms)}</td>
             <td class="error">${server.lastError ? html`<code>${server.lastError.code}</code> ${server.lastError.message.split('\n')[0]}` : ''}</td>
-            <td><button type="button" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onRestart(server.name)}>${busy.has(server.name) ? 'Restarting…' : 'Restart'}</button></td>
+            <td>${server.errorKind === 'auth_required'
+              ? html`<button type="button" class="authorize" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onAuthorize(server.name)}>${busy.has(server.name) ? 'Starting…' : 'Authorize'}</button>`
+              : html`<button type="button" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onRestart(server.name)}>${busy.has(server.name) ? 'Restarting…' : 'Restart'}</button>`}</td>
           </tr>`,
           html`<tr class="stderr-row"><td colspan=${columns}><${StderrPanel} name=${server.name} tick=${tick} /></td></tr>`,
         ];
@@ -227,22 +231,37 @@ function App() {
     };
   }, [signedIn, refresh]);
 
-  const restart = useCallback(async (name) => {
+  /** Runs a server action with its button marked busy; a failure becomes the notice. */
+  const act = useCallback(async (name, what, task) => {
     setBusy((set) => new Set(set).add(name));
     try {
-      await api(`/workspace/mcp/${encodeURIComponent(name)}/restart`, { method: 'POST', body: '{}' });
-      setNotice(undefined);
+      setNotice(await task());
     } catch (error) {
-      setNotice(`restart ${name}: ${error.message}`);
+      setNotice(`${what} ${name}: ${error.message}`);
     } finally {
       setBusy((set) => {
         const next = new Set(set);
         next.delete(name);
         return next;
       });
+    }
+  }, []);
+
+  const restart = useCallback((name) => act(name, 'restart', async () => {
+    try {
+      await api(`/workspace/mcp/${encodeURIComponent(name)}/restart`, { method: 'POST', body: '{}' });
+      return undefined;
+    } finally {
       void refresh();
     }
-  }, [refresh]);
+  }), [act, refresh]);
+
+  // The daemon validated the URL (https, or http on loopback) before answering with it.
+  const authorize = useCallback((name) => act(name, 'authorize', async () => {
+    const start = await api(`/workspace/mcp/${encodeURIComponent(name)}/auth`, { method: 'POST', body: '{}' });
+    window.open(start.authorizationUrl, '_blank', 'noopener,noreferrer');
+    return `authorize ${name} in the tab that opened (or open ${start.authorizationUrl})`;
+  }), [act]);
 
   const signOut = useCallback(async () => {
     await api('/ui/logout', { method: 'POST', body: '{}' }).catch(() => undefined);
@@ -260,7 +279,7 @@ function App() {
       <button type="button" class="signout" onClick=${signOut}>Sign out</button>
     </header>
     ${notice ? html`<p class="notice" role="alert">${notice}</p>` : null}
-    <section><h2>Servers</h2><${Servers} servers=${status?.servers ?? []} stats=${stats} onRestart=${restart} busy=${busy} canWrite=${true} tick=${tick} /></section>
+    <section><h2>Servers</h2><${Servers} servers=${status?.servers ?? []} stats=${stats} onRestart=${restart} onAuthorize=${authorize} busy=${busy} canWrite=${true} tick=${tick} /></section>
     <section class="columns">
       <div><h2>Sessions</h2><${Sessions} sessions=${sessions} /></div>
       <div><h2>Live events</h2><${Events} events=${events} /></div>

@@ -53,6 +53,11 @@ export class LegacySseTransport implements UpstreamTransport {
     this.#headers = target.headers;
   }
 
+  /** Replaces one header for every later request (the `Authorization` of a refreshed token). */
+  setHeader(name: string, value: string): void {
+    this.#headers[name.toLowerCase()] = value;
+  }
+
   /** The POST endpoint the server named, once `start()` resolved. */
   get endpoint(): URL | undefined {
     return this.#endpoint;

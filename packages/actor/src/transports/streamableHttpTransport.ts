@@ -120,6 +120,11 @@ export class StreamableHttpTransport implements UpstreamTransport {
     this.#headers = target.headers;
   }
 
+  /** Replaces one header for every later request (the `Authorization` of a refreshed token). */
+  setHeader(name: string, value: string): void {
+    this.#headers[name.toLowerCase()] = value;
+  }
+
   /** The era and version set by `setProtocol`, and the legacy session id: for diagnostics. */
   get state(): { era: ProtocolEra | undefined; protocolVersion: string | undefined; sessionId: string | undefined } {
     return { era: this.#era, protocolVersion: this.#protocolVersion, sessionId: this.#sessionId };

@@ -64,6 +64,8 @@ export interface UpstreamTransport {
    * the wire (HTTP: `MCP-Protocol-Version` on every request; legacy: keep the session id).
    */
   setProtocol?(era: ProtocolEra, protocolVersion: string): void;
+  /** HTTP transports: replace one header (a refreshed `Authorization`) for every later request. */
+  setHeader?(name: string, value: string): void;
   /** Every message the server sends, parsed once. */
   onmessage?: (message: JsonRpcMessage) => void;
   /** The connection is gone (called once). */

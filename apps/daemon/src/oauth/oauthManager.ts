@@ -1,0 +1,412 @@
+/**
+ * The daemon's OAuth client for remote MCP servers (OAuth 2.1 as the MCP authorization spec
+ * profiles it), built on `oauth4webapi`. It is the pool's `credentials`: the pool asks it for an
+ * `Authorization` value before each connect and tells it when a server refused one.
+ *
+ * - One grant per key (server URL + client id, + principal for a `per-principal` server), kept in
+ *   the state directory (`TokenStore`, mode 0600) and in memory. Every session of the daemon uses
+ *   that one grant: authorizing once is enough for all of them.
+ * - Flows: authorization code + PKCE (S256) with a loopback redirect (RFC 8252: a listener on
+ *   127.0.0.1, port chosen by the system, for this one flow), and the device authorization grant
+ *   (RFC 8628) when the authorization server offers it. Both send the resource indicator
+ *   (RFC 8707) and the scopes of the challenge (else the config's, else the resource's).
+ * - Client identity: the config's `oauth.clientId` (+ `clientSecret`), else dynamic client
+ *   registration (RFC 7591) at the server's registration endpoint.
+ * - Refresh: a timer refreshes a grant a third of its lifetime (at most a minute) before the
+ *   access token expires, and a refused token is refreshed once. A rotated refresh token
+ *   replaces the old one; a refresh the server rejects deletes the grant, so the pool's next
+ *   refusal makes the server `auth_required`.
+ * - Tokens are secrets: they go to the redactor the moment they are known, and no log line,
+ *   answer or event built here carries one.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as oauth from 'oauth4webapi';
+import { ErrorCode, PoolError, type CredentialTarget, type Logger, type ServerConfig, type UpstreamCredentials } from '@mcpool/core';
+import type { SecretRedactor } from '../secrets.js';
+import { discover, insecureFor, parseBearerChallenge, type Discovered } from './discovery.js';
+import { TokenStore, grantKey, type StoredGrant } from './tokenStore.js';
+
+export interface OAuthManagerOptions {
+  stateDir: string;
+  logger: Logger;
+  redactor: SecretRedactor;
+  /** A grant for `serverName` was obtained: the pool may connect it now. */
+  onAuthorized: (serverName: string) => void;
+  /** A grant of `serverName` was refreshed: live connections take the new token. */
+  onRefreshed: (serverName: string) => void;
+  /** How long a started flow waits for its user. @default 600000 (10 min) */
+  flowTimeoutMs?: number;
+}
+
+/** What `POST /workspace/mcp/:server/auth` answers: where the user goes to authorize. */
+export type AuthFlowStart =
+  | { flow: 'authorization_code'; authorizationUrl: string; expiresAt: string }
+  | { flow: 'device_code'; verificationUri: string; verificationUriComplete?: string; userCode: string; expiresAt: string };
+
+interface Flow {
+  close(): void;
+}
+
+/** Refresh this long before expiry at most, and a third of the token's lifetime at least. */
+const REFRESH_MARGIN_MAX_MS = 60_000;
+const DEFAULT_FLOW_TIMEOUT_MS = 600_000;
+const CALLBACK_PATH = '/callback';
+
+export class OAuthManager implements UpstreamCredentials {
+  readonly #store: TokenStore;
+  readonly #options: OAuthManagerOptions;
+  readonly #logger: Logger;
+  readonly #grants = new Map<string, StoredGrant | undefined>();
+  readonly #refreshing = new Map<string, Promise<StoredGrant | undefined>>();
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+  /** The challenge of each server's last 401 (no secret in it: where its metadata is, the scope). */
+  readonly #challenges = new Map<string, string>();
+  readonly #flows = new Map<string, Flow>();
+  #closed = false;
+
+  constructor(options: OAuthManagerOptions) {
+    this.#options = options;
+    this.#store = new TokenStore(options.stateDir);
+    this.#logger = options.logger.child({ component: 'oauth' });
+  }
+
+  // --- UpstreamCredentials ----------------------------------------------------------------------
+
+  async authorization(target: CredentialTarget): Promise<string | undefined> {
+    const key = keyOf(target.config, target.principal);
+    let grant = await this.#grant(key);
+    if (grant === undefined) return undefined;
+    if (grant.expiresAt !== undefined && grant.expiresAt - Date.now() < refreshMargin(grant)) grant = await this.#refresh(key, target.serverName, grant);
+    if (grant !== undefined) this.#schedule(key, target.serverName, grant);
+    return grant === undefined ? undefined : bearer(grant);
+  }
+
+  async refused(target: CredentialTarget, refused: string | undefined, challenge: string | undefined): Promise<string | undefined> {
+    if (challenge !== undefined) this.#challenges.set(target.serverName, challenge);
+    const key = keyOf(target.config, target.principal);
+    const grant = await this.#grant(key);
+    if (grant === undefined) return undefined;
+    // Authorized (or refreshed) since that token was sent: the current one is worth a try.
+    if (bearer(grant) !== refused) return bearer(grant);
+    if (parseBearerChallenge(challenge)?.error === 'insufficient_scope') return undefined;
+    const fresh = await this.#refresh(key, target.serverName, grant);
+    return fresh === undefined ? undefined : bearer(fresh);
+  }
+
+  // --- Flows ----------------------------------------------------------------------------------
+
+  /**
+   * Starts an authorization for `serverName` and says where its user goes. `device` asks for the
+   * device grant (refused when the server does not offer it). A flow already under way for the
+   * same key is replaced.
+   *
+   * @throws PoolError AUTH_FAILED (discovery, validation, registration), INVALID_ARGUMENT (not a remote server)
+   */
+  async start(serverName: string, config: ServerConfig, principal: string | undefined, options: { device?: boolean } = {}): Promise<AuthFlowStart> {
+    const url = config.transport === 'http' ? (config.httpUrl ?? config.url) : config.transport === 'sse' ? (config.url ?? config.httpUrl) : undefined;
+    if (url === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${serverName} is not a remote (http or sse) server: it has nothing to authorize`);
+    const key = keyOf(config, principal);
+    const discovered = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes);
+    this.#flows.get(key)?.close();
+    if (options.device === true) return this.#startDevice(serverName, key, config, discovered);
+    return this.#startCode(serverName, key, config, discovered);
+  }
+
+  /** Forgets a server's grant (memory and disk). */
+  async forget(config: ServerConfig, principal: string | undefined): Promise<void> {
+    const key = keyOf(config, principal);
+    this.#grants.set(key, undefined);
+    clearTimeout(this.#timers.get(key));
+    this.#timers.delete(key);
+    await this.#store.remove(key);
+  }
+
+  /** Ends every flow and refresh timer. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    for (const flow of this.#flows.values()) flow.close();
+    this.#flows.clear();
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  async #startCode(serverName: string, key: string, config: ServerConfig, discovered: Discovered): Promise<AuthFlowStart> {
+    const { as } = discovered;
+    if (as.authorization_endpoint === undefined) throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} has no authorization endpoint`);
+    const listener = await listenLoopback();
+    const redirectUri = `http://127.0.0.1:${(listener.address() as AddressInfo).port}${CALLBACK_PATH}`;
+    let timer: NodeJS.Timeout | undefined;
+    const flow: Flow = {
+      close: () => {
+        clearTimeout(timer);
+        listener.close();
+        listener.closeAllConnections();
+        if (this.#flows.get(key) === flow) this.#flows.delete(key);
+      },
+    };
+    try {
+      const { client, auth } = await this.#client(config, discovered, [redirectUri], ['authorization_code', 'refresh_token']);
+      const verifier = oauth.generateRandomCodeVerifier();
+      const state = oauth.generateRandomState();
+      const authorizationUrl = new URL(as.authorization_endpoint);
+      const params = authorizationUrl.searchParams;
+      params.set('response_type', 'code');
+      params.set('client_id', client.client_id);
+      params.set('redirect_uri', redirectUri);
+      params.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
+      params.set('code_challenge_method', 'S256');
+      params.set('state', state);
+      params.set('resource', discovered.resource);
+      if (discovered.scopes !== undefined) params.set('scope', discovered.scopes.join(' '));
+      const timeoutMs = this.#options.flowTimeoutMs ?? DEFAULT_FLOW_TIMEOUT_MS;
+      listener.on('request', (req, res) => {
+        const callback = new URL(req.url ?? '/', redirectUri);
+        if (req.method !== 'GET' || callback.pathname !== CALLBACK_PATH) return void res.writeHead(404).end();
+        void (async () => {
+          try {
+            const answer = oauth.validateAuthResponse(as, client, callback.searchParams, state);
+            const response = await oauth.authorizationCodeGrantRequest(as, client, auth, answer, redirectUri, verifier, {
+              additionalParameters: { resource: discovered.resource },
+              ...insecureFor(new URL(as.token_endpoint!)),
+            });
+            const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
+            await this.#granted(serverName, key, discovered, client, tokens);
+            res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(`mcpool: ${serverName} is authorized. You can close this window.\n`);
+          } catch (error) {
+            this.#logger.warn({ server: serverName, error: oauthMessage(error) }, `${serverName}: the authorization failed`);
+            res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end(`mcpool: the authorization of ${serverName} failed: ${oauthMessage(error)}\n`);
+          } finally {
+            flow.close();
+          }
+        })();
+      });
+      timer = setTimeout(() => flow.close(), timeoutMs);
+      timer.unref();
+      this.#flows.set(key, flow);
+      this.#logger.info({ server: serverName, issuer: as.issuer }, `${serverName}: authorization started (code flow, loopback redirect)`);
+      return { flow: 'authorization_code', authorizationUrl: authorizationUrl.href, expiresAt: new Date(Date.now() + timeoutMs).toISOString() };
+    } catch (error) {
+      flow.close();
+      throw error;
+    }
+  }
+
+  async #startDevice(serverName: string, key: string, config: ServerConfig, discovered: Discovered): Promise<AuthFlowStart> {
+    const { as } = discovered;
+    if (as.device_authorization_endpoint === undefined) {
+      throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} does not offer the device authorization grant; use the browser flow`);
+    }
+    const { client, auth } = await this.#client(config, discovered, [], ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
+    const params: Record<string, string> = { resource: discovered.resource };
+    if (discovered.scopes !== undefined) params.scope = discovered.scopes.join(' ');
+    let device: oauth.DeviceAuthorizationResponse;
+    try {
+      const response = await oauth.deviceAuthorizationRequest(as, client, auth, params, insecureFor(new URL(as.device_authorization_endpoint)));
+      device = await oauth.processDeviceAuthorizationResponse(as, client, response);
+    } catch (error) {
+      throw new PoolError(ErrorCode.AUTH_FAILED, `the device authorization of ${serverName} could not start: ${oauthMessage(error)}`, { cause: error });
+    }
+    const deadline = Date.now() + device.expires_in * 1000;
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const flow: Flow = {
+      close: () => {
+        stopped = true;
+        clearTimeout(timer);
+        if (this.#flows.get(key) === flow) this.#flows.delete(key);
+      },
+    };
+    let intervalMs = (device.interval ?? 5) * 1000;
+    const poll = async (): Promise<void> => {
+      if (stopped || this.#closed) return;
+      if (Date.now() > deadline) {
+        this.#logger.warn({ server: serverName }, `${serverName}: the device code expired before it was used`);
+        return flow.close();
+      }
+      try {
+        const response = await oauth.deviceCodeGrantRequest(as, client, auth, device.device_code, {
+          additionalParameters: { resource: discovered.resource },
+          ...insecureFor(new URL(as.token_endpoint!)),
+        });
+        const tokens = await oauth.processDeviceCodeResponse(as, client, response);
+        if (stopped) return;
+        await this.#granted(serverName, key, discovered, client, tokens);
+        return flow.close();
+      } catch (error) {
+        const code = error instanceof oauth.ResponseBodyError ? error.error : undefined;
+        if (code === 'slow_down') intervalMs += 5000;
+        else if (code !== 'authorization_pending') {
+          this.#logger.warn({ server: serverName, error: oauthMessage(error) }, `${serverName}: the device authorization failed`);
+          return flow.close();
+        }
+      }
+      if (stopped) return;
+      timer = setTimeout(() => void poll(), intervalMs);
+      timer.unref();
+    };
+    timer = setTimeout(() => void poll(), intervalMs);
+    timer.unref();
+    this.#flows.set(key, flow);
+    this.#logger.info({ server: serverName, issuer: as.issuer }, `${serverName}: authorization started (device code)`);
+    return {
+      flow: 'device_code',
+      verificationUri: device.verification_uri,
+      ...(device.verification_uri_complete === undefined ? {} : { verificationUriComplete: device.verification_uri_complete }),
+      userCode: device.user_code,
+      expiresAt: new Date(deadline).toISOString(),
+    };
+  }
+
+  /** The configured client, else one registered dynamically for this flow. */
+  async #client(config: ServerConfig, discovered: Discovered, redirectUris: string[], grantTypes: string[]): Promise<{ client: oauth.Client; auth: oauth.ClientAuth }> {
+    const { clientId, clientSecret } = config.oauth ?? {};
+    if (clientId !== undefined) {
+      return { client: { client_id: clientId }, auth: clientSecret === undefined ? oauth.None() : oauth.ClientSecretPost(clientSecret) };
+    }
+    const { as } = discovered;
+    if (as.registration_endpoint === undefined) {
+      throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} offers no dynamic client registration: set oauth.clientId (and clientSecret) in the server's config`);
+    }
+    try {
+      const response = await oauth.dynamicClientRegistrationRequest(
+        as,
+        { client_name: 'mcpool', redirect_uris: redirectUris, grant_types: grantTypes, response_types: redirectUris.length > 0 ? ['code'] : [], token_endpoint_auth_method: 'none', application_type: 'native' },
+        insecureFor(new URL(as.registration_endpoint)),
+      );
+      const registered = await oauth.processDynamicClientRegistrationResponse(response);
+      this.#options.redactor.add(registered.client_secret as string | undefined);
+      const secret = registered.client_secret as string | undefined;
+      return { client: { client_id: registered.client_id }, auth: secret === undefined ? oauth.None() : oauth.ClientSecretPost(secret) };
+    } catch (error) {
+      throw new PoolError(ErrorCode.AUTH_FAILED, `dynamic client registration at ${as.issuer} failed: ${oauthMessage(error)}`, { cause: error });
+    }
+  }
+
+  async #granted(serverName: string, key: string, discovered: Discovered, client: oauth.Client, tokens: oauth.TokenEndpointResponse): Promise<void> {
+    const grant = grantOf(discovered.resource, discovered.as, client, tokens, undefined);
+    this.#remember(grant);
+    await this.#store.write(key, grant);
+    this.#grants.set(key, grant);
+    this.#schedule(key, serverName, grant);
+    this.#logger.info({ server: serverName, expiresInS: tokens.expires_in, refreshable: grant.refreshToken !== undefined }, `${serverName}: authorized`);
+    this.#options.onAuthorized(serverName);
+  }
+
+  async #grant(key: string): Promise<StoredGrant | undefined> {
+    if (this.#grants.has(key)) return this.#grants.get(key);
+    const grant = await this.#store.read(key);
+    if (grant !== undefined) this.#remember(grant);
+    if (!this.#grants.has(key)) this.#grants.set(key, grant);
+    return this.#grants.get(key);
+  }
+
+  /** One refresh per key at a time; undefined (and the grant deleted) when the server rejects it. */
+  #refresh(key: string, serverName: string, grant: StoredGrant): Promise<StoredGrant | undefined> {
+    const running = this.#refreshing.get(key);
+    if (running !== undefined) return running;
+    const refresh = (async (): Promise<StoredGrant | undefined> => {
+      // Nothing to refresh with: the grant is spent, the user authorizes again.
+      if (grant.refreshToken === undefined) {
+        this.#grants.set(key, undefined);
+        await this.#store.remove(key);
+        return undefined;
+      }
+      const client: oauth.Client = { client_id: grant.client.client_id };
+      const auth = grant.client.client_secret === undefined ? oauth.None() : oauth.ClientSecretPost(grant.client.client_secret);
+      try {
+        const response = await oauth.refreshTokenGrantRequest(grant.as, client, auth, grant.refreshToken, {
+          additionalParameters: { resource: grant.resource },
+          ...insecureFor(new URL(grant.as.token_endpoint!)),
+        });
+        const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
+        const next = grantOf(grant.resource, grant.as, grant.client, tokens, grant.refreshToken);
+        this.#remember(next);
+        await this.#store.write(key, next);
+        this.#grants.set(key, next);
+        this.#schedule(key, serverName, next);
+        this.#logger.info({ server: serverName, rotated: next.refreshToken !== grant.refreshToken }, `${serverName}: token refreshed`);
+        this.#options.onRefreshed(serverName);
+        return next;
+      } catch (error) {
+        const rejected = error instanceof oauth.ResponseBodyError;
+        this.#logger.warn({ server: serverName, error: oauthMessage(error) }, `${serverName}: the token could not be refreshed${rejected ? '; authorize again' : ''}`);
+        if (!rejected) return grant;
+        this.#grants.set(key, undefined);
+        clearTimeout(this.#timers.get(key));
+        this.#timers.delete(key);
+        await this.#store.remove(key);
+        return undefined;
+      }
+    })().finally(() => this.#refreshing.delete(key));
+    this.#refreshing.set(key, refresh);
+    return refresh;
+  }
+
+  /** Refreshes ahead of expiry, so calls never meet an expired token. */
+  #schedule(key: string, serverName: string, grant: StoredGrant): void {
+    if (this.#closed || grant.expiresAt === undefined || grant.refreshToken === undefined) return;
+    clearTimeout(this.#timers.get(key));
+    const delay = Math.max(1000, grant.expiresAt - Date.now() - refreshMargin(grant));
+    const timer = setTimeout(() => {
+      this.#timers.delete(key);
+      const current = this.#grants.get(key);
+      if (current !== undefined) void this.#refresh(key, serverName, current);
+    }, delay);
+    timer.unref();
+    this.#timers.set(key, timer);
+  }
+
+  #remember(grant: StoredGrant): void {
+    this.#options.redactor.add(grant.accessToken);
+    this.#options.redactor.add(grant.refreshToken);
+    this.#options.redactor.add(grant.client.client_secret);
+  }
+}
+
+function keyOf(config: ServerConfig, principal: string | undefined): string {
+  const url = config.transport === 'http' ? (config.httpUrl ?? config.url) : (config.url ?? config.httpUrl);
+  return grantKey({ resource: url ?? '', clientId: config.oauth?.clientId, principal });
+}
+
+/** A grant's refresh margin: a third of the token's lifetime, at most a minute. */
+function refreshMargin(grant: StoredGrant): number {
+  const lifetime = grant.lifetimeMs ?? REFRESH_MARGIN_MAX_MS * 3;
+  return Math.min(REFRESH_MARGIN_MAX_MS, lifetime / 3);
+}
+
+function grantOf(resource: string, as: oauth.AuthorizationServer, client: { client_id: string; client_secret?: unknown }, tokens: oauth.TokenEndpointResponse, previousRefresh: string | undefined): StoredGrant {
+  const lifetimeMs = tokens.expires_in === undefined ? undefined : tokens.expires_in * 1000;
+  return {
+    resource,
+    as,
+    client: { client_id: client.client_id, ...(typeof client.client_secret === 'string' ? { client_secret: client.client_secret } : {}) },
+    accessToken: tokens.access_token,
+    // Rotation: a new refresh token replaces the old one; none given keeps the old one.
+    refreshToken: tokens.refresh_token ?? previousRefresh,
+    ...(lifetimeMs === undefined ? {} : { expiresAt: Date.now() + lifetimeMs, lifetimeMs }),
+    ...(tokens.scope === undefined ? {} : { scope: tokens.scope }),
+  };
+}
+
+function bearer(grant: StoredGrant): string {
+  return `Bearer ${grant.accessToken}`;
+}
+
+/** An OAuth failure in words, never with a token in it (oauth4webapi messages name fields, not values). */
+function oauthMessage(error: unknown): string {
+  if (error instanceof oauth.ResponseBodyError) return `${error.error}${error.error_description ? `: ${error.error_description}` : ''}`;
+  if (error instanceof oauth.AuthorizationResponseError) return `${error.error}${error.error_description ? `: ${error.error_description}` : ''}`;
+  return (error as Error)?.message ?? String(error);
+}
+
+function listenLoopback(): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}

@@ -1,0 +1,244 @@
+/**
+ * Remote servers behind OAuth, end to end: a real authorization server (`oidc-provider`, on
+ * loopback, driven through its login and consent pages by the test) and a v2-SDK MCP server that
+ * serves RFC 9728 metadata and accepts only that server's JWT access tokens (checked with `jose`).
+ *
+ * - A 401 is a state: `auth_required` in the status, an event, a typed error naming the command;
+ *   nothing reaches the server again until it is authorized (its requests are counted).
+ * - `mcpool auth` runs the code flow (PKCE, loopback redirect, dynamic registration); every
+ *   session then uses the one token, and a `/mcp` session that joined while it waited gets
+ *   `tools/list_changed`.
+ * - Expiry: tokens are refreshed before they expire, calls go on; a refused token is refreshed
+ *   once and the call goes out again.
+ * - Revocation: the entry goes back to `auth_required`.
+ * - No token value in any log line, status body or event.
+ * - The device authorization grant, against the same servers.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { main } from 'mcpool';
+import type { HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
+import { connectClient } from './gatewayHelpers.js';
+import type { Harness } from './helpers.js';
+import { oauthStack, type OAuthStack as Stack } from './oauthStack.js';
+
+const open: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close().catch(() => undefined);
+});
+
+function stack(options: { accessTokenTtlS?: number; listen?: boolean } = {}): Promise<Stack> {
+  return oauthStack(open, options);
+}
+
+/** Requests that reached the MCP endpoint itself (metadata fetches are not requests to retry). */
+function mcpRequests(mcp: HttpModernServer): number {
+  return mcp.exchanges.filter((exchange) => exchange.path === '/mcp').length;
+}
+
+function bearerTokensSeen(mcp: HttpModernServer, from = 0): Set<string> {
+  const tokens = new Set<string>();
+  for (const exchange of mcp.exchanges.slice(from)) {
+    const value = exchange.headers.authorization;
+    if (exchange.path === '/mcp' && typeof value === 'string' && exchange.status === 200) tokens.add(value);
+  }
+  return tokens;
+}
+
+async function status(h: Harness): Promise<{ name: string; status: string; errorKind?: string; entrySummary: { status: string }[] }> {
+  const body = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<{ servers: { name: string; status: string; errorKind?: string; entrySummary: { status: string }[] }[] }>();
+  return body.servers.find((server) => server.name === 'remote')!;
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Starts the code flow over the REST route and approves it at the authorization server. */
+async function authorize(s: Stack): Promise<void> {
+  const started = await s.h.request({ method: 'POST', url: '/workspace/mcp/remote/auth', payload: {} });
+  expect(started.statusCode).toBe(200);
+  const { authorizationUrl } = started.json<{ authorizationUrl: string }>();
+  const done = await s.as.approve(authorizationUrl);
+  expect(done).toMatchObject({ status: 200 });
+  await until('the server to be active', async () => (await status(s.h)).status === 'active');
+}
+
+async function createSession(h: Harness): Promise<string> {
+  const created = await h.request({ method: 'POST', url: '/sessions', payload: { servers: ['remote'] } });
+  expect(created.statusCode).toBe(201);
+  return created.json<{ id: string }>().id;
+}
+
+function echo(h: Harness, session: string, text: string): Promise<{ statusCode: number; json: () => unknown }> {
+  return h.request({ method: 'POST', url: `/sessions/${session}/tools/call`, payload: { server: 'remote', name: 'echo', arguments: { text } } });
+}
+
+/** The grant file the daemon keeps (there is one server, so one file). */
+function storedGrant(h: Harness): { file: string; grant: { accessToken: string; refreshToken?: string; client: { client_id: string } } } {
+  const dir = join(h.dir, 'state', 'oauth');
+  const [name] = readdirSync(dir).filter((file) => file.endsWith('.json'));
+  const file = join(dir, name!);
+  return { file, grant: JSON.parse(readFileSync(file, 'utf8')) as { accessToken: string; refreshToken?: string; client: { client_id: string } } };
+}
+
+describe('a server that answers 401', () => {
+  it('is auth_required (status, events, typed error naming the command) and gets no request until it is authorized', async () => {
+    const s = await stack();
+    const remote = await status(s.h);
+    expect(remote).toMatchObject({ status: 'auth_required', errorKind: 'auth_required' });
+    expect(remote.entrySummary.map((entry) => entry.status)).toEqual(['auth_required']);
+    expect(s.events).toContainEqual({ type: 'auth_required', serverName: 'remote', command: 'mcpool auth remote' });
+    expect(s.h.daemon.pool.getSnapshot().servers.remote?.status).toBe('auth_required');
+
+    const seen = mcpRequests(s.mcp);
+    expect(seen).toBeGreaterThan(0);
+    // Sessions come and call: each gets the typed error, none reaches the server.
+    for (let i = 0; i < 10; i++) {
+      const session = await createSession(s.h);
+      const call = await echo(s.h, session, 'hi');
+      expect(call.statusCode).toBe(503);
+      expect(call.json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED', message: expect.stringContaining('mcpool auth remote') });
+    }
+    const session = (await s.h.request({ method: 'POST', url: '/sessions', payload: { servers: ['remote'] } })).json<{ servers: { name: string; error?: { code: string } }[] }>();
+    expect(session.servers[0]?.error?.code).toBe('MCPOOL_AUTH_REQUIRED');
+    await sleep(2000);
+    expect(mcpRequests(s.mcp)).toBe(seen);
+    // Restarting does not poke it either: there is nothing to restart.
+    await s.h.request({ method: 'POST', url: '/workspace/mcp/remote/restart' });
+    expect(mcpRequests(s.mcp)).toBeLessThanOrEqual(seen + 2);
+  });
+});
+
+describe('authorization', () => {
+  it('`mcpool auth` completes the code flow; every session shares the one token; a waiting /mcp session gets list_changed', async () => {
+    const s = await stack({ listen: true });
+    // A /mcp session that joined while the server waited.
+    const { client } = await connectClient(`${s.base}/mcp`, s.h.token);
+    open.push(() => client.close());
+    let listChanged = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      listChanged += 1;
+    });
+    expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('remote__echo');
+    const waiting = await createSession(s.h);
+
+    const out: string[] = [];
+    const err: string[] = [];
+    const cli = main(['node', 'mcpool', 'auth', 'remote', '--no-open', '--timeout', '120', '--url', s.base], {
+      stdout: (text) => out.push(text),
+      stderr: (text) => err.push(text),
+      env: { MCPOOL_TOKEN: s.h.token, MCPOOL_STATE_DIR: join(s.h.dir, 'state') },
+      cwd: s.h.dir,
+    });
+    await until('the authorization URL', () => out.some((line) => line.includes('http://')));
+    const url = /(http:\/\/\S+\/auth\?\S+)/.exec(out.join('\n'))?.[1];
+    expect(url).toBeDefined();
+    const parsed = new URL(url!);
+    expect(parsed.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(parsed.searchParams.get('resource')).toBe(s.mcp.url);
+    expect(parsed.searchParams.get('scope')).toBe('mcp:tools');
+    expect(parsed.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect(await s.as.approve(url!)).toMatchObject({ status: 200, body: expect.stringContaining('authorized') });
+    expect(await cli).toBe(0);
+    expect(out.join('\n')).toContain('remote: authorized');
+    expect(s.events).toContainEqual({ type: 'auth_completed', serverName: 'remote' });
+
+    // The session that waited and new ones all call through; one token for all of them.
+    const from = s.mcp.exchanges.length;
+    await until('the waiting session to have the server', async () => (await echo(s.h, waiting, 'w')).statusCode === 200);
+    const a = await createSession(s.h);
+    const b = await createSession(s.h);
+    expect((await echo(s.h, a, 'a')).json()).toMatchObject({ result: { content: [{ text: 'a' }] } });
+    expect((await echo(s.h, b, 'b')).json()).toMatchObject({ result: { content: [{ text: 'b' }] } });
+    await until('list_changed on the waiting /mcp session', () => listChanged > 0);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('remote__echo');
+    expect(bearerTokensSeen(s.mcp, from).size).toBe(1);
+    expect(s.as.tokenRequests.authorization_code).toBe(1);
+
+    // The grant is on disk, readable by its owner only.
+    const { file } = storedGrant(s.h);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(join(s.h.dir, 'state', 'oauth')).mode & 0o777).toBe(0o700);
+    // The /mcp client's own daemon token never went upstream.
+    for (const exchange of s.mcp.exchanges) expect(String(exchange.headers.authorization ?? '')).not.toContain(s.h.token);
+  });
+
+  it('refreshes before expiry (calls go on), refreshes once on a refused token and sends the call again', async () => {
+    const s = await stack({ accessTokenTtlS: 6 });
+    await authorize(s);
+    const session = await createSession(s.h);
+    const from = s.mcp.exchanges.length;
+    // Calls over more than two token lifetimes: every one succeeds.
+    const deadline = Date.now() + 14_000;
+    for (let i = 0; Date.now() < deadline && i < 400; i++) {
+      const call = await echo(s.h, session, `n${i}`);
+      expect(call.statusCode, JSON.stringify(call.json())).toBe(200);
+      await sleep(250);
+    }
+    expect(s.as.tokenRequests.refresh_token ?? 0).toBeGreaterThanOrEqual(2);
+    expect(bearerTokensSeen(s.mcp, from).size).toBeGreaterThanOrEqual(3);
+
+    // The resource server stops accepting the current token (as after an introspection): the
+    // call is refused, the token refreshed, the call sent again, and it succeeds.
+    const before = s.as.tokenRequests.refresh_token ?? 0;
+    const { grant } = storedGrant(s.h);
+    s.as.deny(grant.accessToken);
+    const call = await echo(s.h, session, 'after deny');
+    expect(call.statusCode, JSON.stringify(call.json())).toBe(200);
+    expect(s.as.tokenRequests.refresh_token).toBe(before + 1);
+    // The rotated refresh token replaced the old one.
+    expect(storedGrant(s.h).grant.refreshToken).not.toBe(grant.refreshToken);
+  });
+
+  it('revocation makes the server auth_required again; no token appears in any log, status or event', async () => {
+    const s = await stack();
+    await authorize(s);
+    const session = await createSession(s.h);
+    expect((await echo(s.h, session, 'before')).statusCode).toBe(200);
+    const { grant } = storedGrant(s.h);
+    expect(await s.as.revoke(grant.refreshToken!, grant.client.client_id)).toBe(200);
+    s.as.deny(grant.accessToken);
+
+    const call = await echo(s.h, session, 'after');
+    expect(call.statusCode).toBe(503);
+    expect(call.json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED' });
+    await until('auth_required', async () => (await status(s.h)).status === 'auth_required');
+    expect(s.events.filter((event) => event.type === 'auth_required')).toHaveLength(2);
+    const seen = mcpRequests(s.mcp);
+    expect((await echo(s.h, await createSession(s.h), 'again')).json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED' });
+    expect(mcpRequests(s.mcp)).toBe(seen);
+
+    // The canary: neither token reaches a log line, a status body or an event.
+    const statusBody = (await s.h.request({ method: 'GET', url: '/workspace/mcp' })).body;
+    const sessions = (await s.h.request({ method: 'GET', url: '/sessions' })).body;
+    for (const secret of [grant.accessToken, grant.refreshToken!]) {
+      expect(s.h.logs.join('\n')).not.toContain(secret);
+      expect(statusBody).not.toContain(secret);
+      expect(sessions).not.toContain(secret);
+      expect(s.eventText.join('\n')).not.toContain(secret);
+    }
+    expect(s.h.logs.some((line) => line.includes('authorized'))).toBe(true);
+  });
+
+  it('the device authorization grant, against the same servers', async () => {
+    const s = await stack();
+    const started = await s.h.request({ method: 'POST', url: '/workspace/mcp/remote/auth', payload: { device: true } });
+    expect(started.statusCode, started.body).toBe(200);
+    const device = started.json<{ flow: string; userCode: string; verificationUri: string }>();
+    expect(device).toMatchObject({ flow: 'device_code', verificationUri: `${s.as.issuer}/device` });
+    expect(await s.as.approveDevice(device.userCode)).toMatchObject({ status: 200, body: expect.stringContaining('Success') });
+    await until('the server to be active', async () => (await status(s.h)).status === 'active', 60_000);
+    const session = await createSession(s.h);
+    expect((await echo(s.h, session, 'device')).json()).toMatchObject({ result: { content: [{ text: 'device' }] } });
+    expect(s.as.tokenRequests['urn:ietf:params:oauth:grant-type:device_code']).toBe(1);
+  });
+});
