@@ -101,8 +101,8 @@ export class Gateway {
     this.#reaper.unref();
     this.#daemon.countMcpSessionsWith(() => this.#sessions.size);
     // A server just authorized joins the sessions that were waiting for it (they get list_changed).
-    this.#offAuth = this.#daemon.events.subscribe(({ payload }) => {
-      if (payload.type === 'auth_completed') for (const session of this.#sessions.values()) session.retryServer(payload.serverName);
+    this.#offAuth = this.#daemon.onServerAuthorized((name) => {
+      for (const session of this.#sessions.values()) session.retryServer(name);
     });
   }
 
