@@ -152,6 +152,7 @@ export class Daemon {
   /** Per configured server, its warm start: `/readyz` follows the current config, reloads included. */
   readonly #warmState = new Map<string, WarmState>();
   #warmStarted = false;
+  readonly #authorizedListeners = new Set<(serverName: string) => void>();
   /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
   #mcpSessions: () => number = () => 0;
   #mcpSessionsByClient: () => Map<string, number> = () => new Map();
@@ -215,6 +216,16 @@ export class Daemon {
       settings: () => this.#settings,
       eventSubscribers: () => this.events.subscribers,
     });
+  }
+
+  /**
+   * Calls `listener` with the name of each server that has just been authorized (the `/mcp`
+   * gateway's sessions then acquire it). Not an event-stream subscriber: the stream's subscriber
+   * count stays the clients'. Returns the function that removes it.
+   */
+  onServerAuthorized(listener: (serverName: string) => void): () => void {
+    this.#authorizedListeners.add(listener);
+    return () => this.#authorizedListeners.delete(listener);
   }
 
   /** The `/mcp` gateway tells the daemon how to count its sessions, all and per client (for status and metrics). */
@@ -714,6 +725,7 @@ export class Daemon {
       // The warm hold failed on the 401; it comes back now (and with it the `ready` status).
       if (!this.#warmHeld(event.serverName)) void this.#rewarm(event.serverName);
       void this.#rejoin(event.serverName);
+      for (const listener of [...this.#authorizedListeners]) listener(event.serverName);
       return;
     }
     if (event.type === 'mcp_budget_warning') {

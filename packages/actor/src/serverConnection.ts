@@ -257,8 +257,12 @@ export class ServerConnection {
     if (this.era !== 'modern') return withoutEnvelope(params);
     const d = this.#defaults;
     const logLevel = view?.logLevel ?? d.logLevel;
+    // A legacy caller (a 2025 `initialize` behind the view) declared a version a modern server
+    // rejects (-32022): its requests carry the pool's modern one, with the caller's own declaration.
+    const declared = view?.protocolVersion;
+    const version = declared === undefined || LEGACY_PROTOCOL_VERSIONS.includes(declared) ? (d.protocolVersion ?? MODERN_PROTOCOL_VERSION) : declared;
     const meta: Record<string, unknown> = {
-      [META.protocolVersion]: view?.protocolVersion ?? d.protocolVersion ?? MODERN_PROTOCOL_VERSION,
+      [META.protocolVersion]: version,
       [META.clientCapabilities]: view?.capabilities ?? d.capabilities ?? DEFAULT_CAPABILITIES,
       [META.clientInfo]: view?.clientInfo ?? d.clientInfo ?? CLIENT_INFO,
       ...(logLevel === undefined ? {} : { [META.logLevel]: logLevel }),

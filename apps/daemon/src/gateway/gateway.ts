@@ -120,8 +120,8 @@ export class Gateway {
       observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
     });
     // A server just authorized joins the sessions that were waiting for it (they get list_changed).
-    this.#offAuth = this.#daemon.events.subscribe(({ payload }) => {
-      if (payload.type === 'auth_completed') for (const session of this.#sessions.values()) session.retryServer(payload.serverName);
+    this.#offAuth = this.#daemon.onServerAuthorized((name) => {
+      for (const session of this.#sessions.values()) session.retryServer(name);
     });
   }
 
