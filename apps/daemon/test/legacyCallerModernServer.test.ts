@@ -1,0 +1,41 @@
+/**
+ * A 2025-11-25 client on `/mcp` in front of a modern-only (2026-07-28) server: the server would
+ * refuse the legacy version the client negotiated (-32022), so the caller's requests carry the
+ * pool's modern version in `_meta`, and the caller's own client info and capabilities with it.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { FIXTURES, marker, textOf } from '../../../test/helpers/processes.js';
+import { harness, type Harness } from './helpers.js';
+import { connectClient } from './gatewayHelpers.js';
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
+
+const mark = marker('legacy-to-modern');
+let h: Harness;
+let client: Client;
+
+beforeAll(async () => {
+  h = await harness({ mcpServers: { modern: { command: process.execPath, args: [`${FIXTURES}v2EraServer.mjs`, '--modern-only', mark], sharing: 'shared' } } }, { marks: [mark] });
+  await h.app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  ({ client } = await connectClient(`${base}/mcp`, h.token, {}, 'legacy-ide'));
+});
+
+afterAll(async () => {
+  await client?.close().catch(() => undefined);
+  await h?.close();
+});
+
+describe('a legacy caller of a modern-only server', () => {
+  it('lists and calls it; each request carries a modern version and the caller’s own client info', async () => {
+    const tools = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(tools).toContain('modern__echo');
+    expect(textOf(await client.callTool({ name: 'modern__echo', arguments: { text: 'across eras' } }))).toBe('across eras');
+    const { envelope } = JSON.parse(textOf(await client.callTool({ name: 'modern__meta', arguments: {} }))) as { envelope: Record<string, unknown> };
+    expect(envelope).toMatchObject({
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'legacy-ide' },
+    });
+  });
+});
