@@ -620,8 +620,9 @@ export class McpTransportPool {
           // A new entry waits for one of the session's spawn slots; the slot is held until it started or failed.
           const slot = await this.#spawnSlot(sessionId);
           try {
-            if (token.cancelled) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${sessionId} was released while acquiring ${name}`);
+            // A drainAll that started meanwhile wins over the release it implies.
             this.#assertOpen();
+            if (token.cancelled) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${sessionId} was released while acquiring ${name}`);
             entry = this.#entries.get(id);
             if (entry !== undefined && isTerminal(entry.status)) {
               this.#evict(entry);
