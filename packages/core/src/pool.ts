@@ -416,6 +416,8 @@ export class McpTransportPool {
   /** Acquires under way per session; `releaseSession` cancels them. */
   readonly #pending = new Map<string, Set<{ cancelled: boolean }>>();
   readonly #viewEntry = new WeakMap<PooledConnection, PoolEntry>();
+  /** What each view declared about its client, for its attach to a replacement entry. */
+  readonly #viewClient = new WeakMap<PooledConnection, ViewClientInfo>();
   readonly #nextEntryIndex = new Map<string, number>();
   #unpooledSeq = 0;
   #draining = false;
@@ -1180,7 +1182,7 @@ export class McpTransportPool {
 
   async #attach(entry: PoolEntry, sessionId: string, fields: SessionFields, client: ViewClientInfo | undefined): Promise<PooledConnection> {
     const { port1, port2 } = new MessageChannel();
-    const view = new PooledConnection({
+    const view: PooledConnection = new PooledConnection({
       id: entry.id,
       serverName: entry.serverName,
       entryIndex: entry.entryIndex,
@@ -1191,9 +1193,15 @@ export class McpTransportPool {
       transport: entry.config.transport,
       url: entry.config.url ?? entry.config.httpUrl,
       onRelease: (released) => this.#releaseView(released),
-      onCallOutcome: (outcome) => this.#onCallOutcome(entry, outcome),
+      // The view may move to a replacement entry: outcomes count for the one it is on now.
+      onCallOutcome: (outcome) => {
+        const current = this.#viewEntry.get(view);
+        if (current !== undefined) this.#onCallOutcome(current, outcome);
+      },
+      onPortLost: (lost) => this.#willReattach(lost),
     });
     this.#viewEntry.set(view, entry);
+    if (client !== undefined) this.#viewClient.set(view, client);
     // Refs and index change synchronously, so the drain decision never sees a stale count.
     entry.views.set(sessionId, view);
     this.#index(sessionId, entry);
@@ -1434,8 +1442,11 @@ export class McpTransportPool {
     this.#setStatus(entry, 'failed');
     this.#evict(entry);
     void this.#retire(entry, teardown);
-    for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
-    entry.views.clear();
+    // A held entry keeps its views until its replacement takes them (see `#bringBack`).
+    if (!held) {
+      for (const view of entry.views.values()) this.#unindex(view.sessionId, entry);
+      entry.views.clear();
+    }
     this.#logger.error({ server: entry.serverName, entryIndex: entry.entryIndex, exitCode: code }, 'actor died');
     this.#emit({ type: 'disconnected', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, reason: 'actor_died' });
     this.#emit({ type: 'failed', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, lastError });
@@ -1444,23 +1455,92 @@ export class McpTransportPool {
   }
 
   /**
-   * Starts a replacement for a held entry whose actor died (OTP's permanent child: what sessions
-   * were using comes back without waiting for one of them to acquire again). The old views are
-   * failed (`ACTOR_DIED`): their sessions acquire again and attach to it; nobody holding it, it
-   * drains like any idle entry. Not past the restart intensity, nor while draining.
+   * Whether a view whose actor port closed under it will be attached to a replacement: when its
+   * entry is pooled and was not being ended on purpose (a close, a drain). The death itself (the
+   * thread's exit) may be seen before or after the port closes; either way `#bringBack` runs.
+   */
+  #willReattach(view: PooledConnection): boolean {
+    const entry = this.#viewEntry.get(view);
+    return entry !== undefined && entry.pooled && !this.#draining && entry.closing === undefined && entry.status !== 'closed' && entry.views.get(view.sessionId) === view;
+  }
+
+  /**
+   * Starts a replacement for a held entry whose actor died (OTP's permanent child), and attaches
+   * the dead entry's views to it: each gets `disconnected`, then the replacement's snapshot and
+   * `reconnected`; calls in flight when it died fail as interrupted (never replayed). A session
+   * that acquired the server again meanwhile keeps its new view and the old one fails. Not past
+   * the restart intensity, nor while draining: the views then fail (`ACTOR_DIED`).
    */
   #bringBack(dead: PoolEntry): void {
-    if (this.#draining || this.#tripped.has(dead.id) || this.#entries.has(dead.id)) return;
     const log = this.#logger.child({ server: dead.serverName });
+    const orphan = (error: PoolError): void => {
+      for (const view of dead.views.values()) {
+        this.#unindex(view.sessionId, dead);
+        view.failReattach(error);
+      }
+      dead.views.clear();
+    };
+    const lost = new PoolError(ErrorCode.ACTOR_DIED, dead.lastError?.message ?? `the actor of ${dead.serverName} died`, { data: { serverName: dead.serverName, entryIndex: dead.entryIndex } });
+    if (this.#draining || this.#tripped.has(dead.id)) {
+      orphan(lost);
+      return;
+    }
+    let replacement = this.#entries.get(dead.id);
     try {
-      const replacement = this.#spawn(dead.serverName, dead.id, dead.config, dead.pooled, 'restart', dead.placement, { principal: dead.principal, key: dead.authKey });
-      log.info({ entryIndex: replacement.entryIndex, replaces: dead.entryIndex }, 'a held entry died: started its replacement');
-      replacement.ready.then(
-        () => this.#idleIfUnused(replacement),
-        (error: unknown) => log.warn({ entryIndex: replacement.entryIndex, err: error }, 'the replacement of a dead entry failed to start'),
-      );
+      if (replacement === undefined || isTerminal(replacement.status)) {
+        replacement = this.#spawn(dead.serverName, dead.id, dead.config, dead.pooled, 'restart', dead.placement, { principal: dead.principal, key: dead.authKey });
+        log.info({ entryIndex: replacement.entryIndex, replaces: dead.entryIndex }, 'a held entry died: started its replacement');
+      }
     } catch (error) {
       log.warn({ err: error }, 'a held entry died and could not be replaced');
+      orphan(error instanceof PoolError ? error : lost);
+      return;
+    }
+    const target = replacement;
+    target.ready.then(
+      async () => {
+        await this.#adopt(dead, target, lost);
+        this.#idleIfUnused(target);
+      },
+      (error: unknown) => {
+        log.warn({ entryIndex: target.entryIndex, err: error }, 'the replacement of a dead entry failed to start');
+        orphan(error instanceof PoolError ? error : lost);
+      },
+    );
+  }
+
+  /** Moves the live views of `dead` onto `target`: a new port each, attached like a new view. */
+  async #adopt(dead: PoolEntry, target: PoolEntry, lost: PoolError): Promise<void> {
+    for (const view of [...dead.views.values()]) {
+      const sessionId = view.sessionId;
+      dead.views.delete(sessionId);
+      this.#unindex(sessionId, dead);
+      if (view.status === 'released' || view.status === 'failed') continue;
+      if (isTerminal(target.status) || target.views.has(sessionId)) {
+        view.failReattach(lost);
+        continue;
+      }
+      const { port1, port2 } = new MessageChannel();
+      view.reattach(port1, target.entryIndex);
+      this.#viewEntry.set(view, target);
+      target.views.set(sessionId, view);
+      this.#index(sessionId, target);
+      if (target.idle) {
+        target.idle = false;
+        target.handle.ref();
+        void target.handle.request('setIdle', { idle: false }).catch(() => undefined);
+      }
+      const client = this.#viewClient.get(view);
+      const attach: AttachArgs = { viewId: randomUUID(), sessionId, port: port2, ...(client === undefined ? {} : { client }) };
+      try {
+        await target.handle.request('attach', attach, { transfer: [port2], timeoutMs: 10_000 });
+      } catch (error) {
+        if (target.views.get(sessionId) === view) {
+          target.views.delete(sessionId);
+          this.#unindex(sessionId, target);
+        }
+        view.failReattach(error instanceof PoolError ? error : lost);
+      }
     }
   }
 

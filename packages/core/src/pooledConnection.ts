@@ -116,20 +116,29 @@ export interface PooledConnectionInit {
   onRelease: (view: PooledConnection) => Promise<void>;
   /** Told when a request got an answer from the server (a result or its error) or hit its deadline: the pool's view of the entry's health. */
   onCallOutcome?: (outcome: 'answered' | 'timeout') => void;
+  /**
+   * Asked when the actor's end of the port closed while this view was live (its thread died):
+   * true when the pool will attach the view to the entry's replacement (the view waits,
+   * `disconnected`), false when the entry is gone for good (the view fails).
+   */
+  onPortLost?: (view: PooledConnection) => boolean;
 }
 
 export class PooledConnection {
   readonly id: ConnectionId;
   readonly serverName: string;
-  readonly entryIndex: number;
   readonly sessionId: string;
+  #entryIndex: number;
   #filter: SessionFilter;
   #snapshot: ServerSnapshot | undefined;
   #tools: SessionTool[] = [];
   #prompts: PromptInfo[] = [];
   #status: ConnectionStatus = 'connected';
   #releaseError: PoolError | undefined;
-  readonly #channel: RpcChannel;
+  #channel: RpcChannel;
+  /** Set from the loss of the actor's port until the replacement's snapshot arrived. */
+  #reattaching = false;
+  readonly #onPortLost: PooledConnectionInit['onPortLost'];
   readonly #callTimeoutMs: number;
   /** The attributes of this view's spans and points that never change. */
   readonly #peer: Attributes;
@@ -146,7 +155,8 @@ export class PooledConnection {
   constructor(init: PooledConnectionInit) {
     this.id = init.id;
     this.serverName = init.serverName;
-    this.entryIndex = init.entryIndex;
+    this.#entryIndex = init.entryIndex;
+    this.#onPortLost = init.onPortLost;
     this.sessionId = init.sessionId;
     this.#filter = new SessionFilter(init.fields);
     this.#callTimeoutMs = init.callTimeoutMs;
@@ -159,11 +169,52 @@ export class PooledConnection {
     });
     // Nobody may be awaiting readiness (a release during acquire): never an unhandled rejection.
     this.#ready.catch(() => undefined);
-    this.#channel = new RpcChannel(init.port, {
+    this.#channel = this.#open(init.port);
+  }
+
+  #open(port: MessagePort): RpcChannel {
+    const channel: RpcChannel = new RpcChannel(port, {
       handler: (op, opArgs, ctx) => this.#onServerRequest(op, opArgs, ctx.signal),
       onEvent: (ev, data) => this.#onActorEvent(ev as keyof ViewEvents, data),
-      onClose: (reason) => this.#onChannelClose(reason),
+      // A late close of a port this view has left behind says nothing about the current one.
+      onClose: (reason) => {
+        if (this.#channel === channel) this.#onChannelClose(reason);
+      },
     });
+    return channel;
+  }
+
+  /** The entry this view is attached to; a replacement after its actor died has a new index. */
+  get entryIndex(): number {
+    return this.#entryIndex;
+  }
+
+  /**
+   * @internal The pool attaches this view to the replacement of an entry whose actor died: the
+   * new actor's snapshot is applied as it comes (whatever its generation) and `reconnected` follows.
+   */
+  reattach(port: MessagePort, entryIndex: number): void {
+    if (!this.#reattaching) {
+      // The pool saw the death before this view's port closed: the view learns it now.
+      this.#reattaching = true;
+      this.#status = 'disconnected';
+      this.#emit('disconnected', { type: 'disconnected', serverName: this.serverName, entryIndex: this.entryIndex, generation: this.generation, reason: 'actor_died' });
+    }
+    const old = this.#channel;
+    this.#entryIndex = entryIndex;
+    this.#channel = this.#open(port);
+    // Calls still waiting on the dead actor end now, as interrupted: their result is unknown.
+    old.fail(new PoolError(ErrorCode.ACTOR_DIED, `the actor of ${this.serverName} died`));
+  }
+
+  /** @internal The replacement did not come: the view fails with `error`. */
+  failReattach(error: PoolError): void {
+    if (this.#status === 'released' || this.#status === 'failed') return;
+    this.#reattaching = false;
+    this.#status = 'failed';
+    this.#releaseError ??= error;
+    this.#channel.fail(error);
+    this.#emit('failed', { type: 'failed', serverName: this.serverName, entryIndex: this.entryIndex, generation: this.generation, lastError: error.toWire() });
   }
 
   /** Resolves once the first snapshot arrived (snapshot replay on attach). */
@@ -320,6 +371,9 @@ export class PooledConnection {
    */
   #send(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
     if (this.#releaseError) return Promise.reject(this.#releaseError);
+    if (this.#reattaching) {
+      return Promise.reject(new PoolError(ErrorCode.NOT_CONNECTED, `the actor of ${this.serverName} died; its replacement is starting, try again shortly`, { data: { serverName: this.serverName } }));
+    }
     const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
     const clientGeneration = this.clientGeneration;
     const telemetry = startClientCall(method, params, this.#peer);
@@ -428,6 +482,15 @@ export class PooledConnection {
 
   #onActorEvent(ev: keyof ViewEvents, data: unknown): void {
     if (ev === 'snapshot') {
+      if (this.#reattaching) {
+        // The replacement's first snapshot: its generations start again, so it is taken as is.
+        this.#reattaching = false;
+        const snapshot = data as ServerSnapshot;
+        this.#apply(snapshot, true);
+        this.#status = 'connected';
+        this.#emit('reconnected', { type: 'reconnected', serverName: this.serverName, entryIndex: this.entryIndex, generation: snapshot.generation, clientGeneration: snapshot.clientGeneration });
+        return;
+      }
       this.#apply(data as ServerSnapshot, false);
       return;
     }
@@ -483,7 +546,14 @@ export class PooledConnection {
 
   #onChannelClose(reason: PoolError): void {
     this.#rejectReady(reason);
-    if (this.#status === 'released' || this.#status === 'failed') return;
+    if (this.#status === 'released' || this.#status === 'failed' || this.#reattaching) return;
+    if (this.#snapshot !== undefined && this.#onPortLost?.(this) === true) {
+      // The pool brings the entry back and attaches this view to it.
+      this.#reattaching = true;
+      this.#status = 'disconnected';
+      this.#emit('disconnected', { type: 'disconnected', serverName: this.serverName, entryIndex: this.entryIndex, generation: this.generation, reason: 'actor_died' });
+      return;
+    }
     // The actor's end closed without a release: the entry ended under us.
     this.#status = 'failed';
     this.#releaseError ??=

@@ -141,10 +141,10 @@ describe('actor death is contained', () => {
       stop = true;
       await caller;
       expect(errors).toEqual([]);
-      expect(victim.status).toBe('failed');
-      // 4. The entry s1 held is brought back by itself: a replacement nobody holds yet, and the
-      // next acquire lands on it.
-      await vi.waitFor(() => expect(pool.getSnapshot().servers[`victim-${kind}`]?.entrySummary).toMatchObject([{ entryIndex: 1, refs: 0 }]), { timeout: 30_000, interval: 20 });
+      // 4. The entry s1 held is brought back by itself, and s1's view moves to it; the next
+      // acquire lands on it too.
+      await vi.waitFor(() => expect(pool.getSnapshot().servers[`victim-${kind}`]?.entrySummary).toMatchObject([{ entryIndex: 1, refs: 1 }]), { timeout: 30_000, interval: 20 });
+      await vi.waitFor(() => expect(victim.status).toBe('connected'), { timeout: 30_000, interval: 20 });
       const replacement = await pool.acquire(`victim-${kind}`, fixtureConfig('echo.mjs', mark, { env: { ROLE: 'victim' } }), 's2');
       expect(replacement.entryIndex).toBe(1);
       expect(pidFromResult(await replacement.callTool('pid'))).not.toBe(victimPid);
