@@ -22,7 +22,7 @@ import { expectNoSurvivors } from '../helpers/processes.js';
 
 const run = promisify(execFile);
 const root = realpathSync(fileURLToPath(new URL('../..', import.meta.url)));
-const workspaces = ['packages/protocol', 'packages/actor', 'packages/core', 'packages/client', 'apps/daemon'];
+const workspaces = ['packages/protocol', 'packages/actor', 'packages/core', 'packages/client', 'packages/gateway', 'apps/daemon'];
 const manifest = (dir: string): { name: string; version: string; license: string; engines: { node: string } } =>
   JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { name: string; version: string; license: string; engines: { node: string } };
 
