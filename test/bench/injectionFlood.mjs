@@ -8,95 +8,70 @@
  *
  *   npm run build && node test/bench/injectionFlood.mjs [--servers=2500] [--rounds=5]
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { freePort } from './lib/gateways.mjs';
+import { runDaemonBench } from './lib/daemon.mjs';
 
 const arg = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const SERVERS = arg('servers', 2500);
 const ROUNDS = arg('rounds', 5);
-const BIN = fileURLToPath(new URL('../../apps/daemon/bin/mcpool.js', import.meta.url));
-const ECHO = fileURLToPath(new URL('../fixtures/servers/echo.mjs', import.meta.url));
-
-const dir = mkdtempSync(join(tmpdir(), 'mcpool-flood-'));
-const port = await freePort();
-const operator = `op-${randomUUID()}`;
+const ECHO = new URL('../fixtures/servers/echo.mjs', import.meta.url).pathname;
 const ide = `ide-${randomUUID()}`;
-writeFileSync(
-  join(dir, 'config.json'),
-  JSON.stringify({
-    mcpServers: { echo: { command: process.execPath, args: [ECHO, '--marker=flood-bench'] } },
-    daemon: { port, watchConfig: false, logLevel: 'warn', clients: [{ id: 'ide', tokenEnv: 'IDE_TOKEN', rights: ['read', 'write'] }] },
-  }),
+
+await runDaemonBench(
+  {
+    label: 'flood',
+    config: (port) => ({
+      mcpServers: { echo: { command: process.execPath, args: [ECHO, '--marker=flood-bench'] } },
+      daemon: { port, watchConfig: false, logLevel: 'warn', clients: [{ id: 'ide', tokenEnv: 'IDE_TOKEN', rights: ['read', 'write'] }] },
+    }),
+    env: { IDE_TOKEN: ide },
+  },
+  async ({ base, pid: daemonPid, operator }) => {
+    const proc = () => {
+      const text = readFileSync(`/proc/${daemonPid}/status`, 'utf8');
+      return { rssMB: Number(/VmRSS:\s+(\d+)/.exec(text)[1]) / 1024, threads: Number(/Threads:\s+(\d+)/.exec(text)[1]) };
+    };
+    const timed = async (run) => {
+      const started = performance.now();
+      const result = await run();
+      return { ms: performance.now() - started, result };
+    };
+    const healthz = () => timed(() => fetch(`${base}/healthz`).then((r) => r.status));
+    const body = JSON.stringify({ mcpServers: Object.fromEntries(Array.from({ length: SERVERS }, (_, i) => [`s${i}`, { url: `http://127.0.0.1:1/mcp${i}` }])) });
+    await delay(500);
+    const before = proc();
+    const rounds = [];
+    let peak = before;
+    for (let round = 0; round < ROUNDS; round++) {
+      const sampler = setInterval(() => {
+        const now = proc();
+        if (now.rssMB > peak.rssMB) peak = { ...now };
+        if (now.threads > peak.threads) peak.threads = now.threads;
+      }, 5);
+      const probes = [];
+      const prober = setInterval(() => probes.push(healthz()), 20);
+      const post = await timed(() =>
+        fetch(`${base}/sessions`, { method: 'POST', headers: { authorization: `Bearer ${ide}`, 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, body: await r.json() })),
+      );
+      await delay(300);
+      clearInterval(prober);
+      clearInterval(sampler);
+      const health = await Promise.all(probes);
+      rounds.push({ ms: Math.round(post.ms * 10) / 10, status: post.result.status, code: post.result.body.code, healthzMaxMs: Math.round(Math.max(...health.map((h) => h.ms)) * 10) / 10, healthzOk: health.every((h) => h.result === 200) });
+    }
+    await delay(500);
+    const after = proc();
+    const status = await fetch(`${base}/workspace/mcp`, { headers: { authorization: `Bearer ${operator}` } }).then((r) => r.json());
+    return {
+      servers: SERVERS,
+      bodyBytes: Buffer.byteLength(body),
+      rounds,
+      rss: { beforeMB: Math.round(before.rssMB), peakMB: Math.round(peak.rssMB), afterMB: Math.round(after.rssMB), growthMB: Math.round(peak.rssMB - before.rssMB) },
+      threads: { before: before.threads, peak: peak.threads, after: after.threads },
+      liveActors: status.limits?.actors,
+      sessions: status.sessions,
+    };
+  },
 );
-const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MCPOOL_'))), MCPOOL_TOKEN: operator, IDE_TOKEN: ide, MCPOOL_STATE_DIR: join(dir, 'state') };
-const daemon = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'config.json')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-let stderr = '';
-daemon.stderr.on('data', (chunk) => (stderr += chunk));
-
-const base = `http://127.0.0.1:${port}`;
-const proc = () => {
-  const text = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
-  return { rssMB: Number(/VmRSS:\s+(\d+)/.exec(text)[1]) / 1024, threads: Number(/Threads:\s+(\d+)/.exec(text)[1]) };
-};
-const timed = async (run) => {
-  const started = performance.now();
-  const result = await run();
-  return { ms: performance.now() - started, result };
-};
-const healthz = () => timed(() => fetch(`${base}/healthz`).then((r) => r.status));
-
-try {
-  for (let i = 0; i < 200; i++) {
-    const ready = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${operator}` } }).then((r) => r.json()).catch(() => undefined);
-    if (ready?.ready) break;
-    await delay(100);
-  }
-  const body = JSON.stringify({ mcpServers: Object.fromEntries(Array.from({ length: SERVERS }, (_, i) => [`s${i}`, { url: `http://127.0.0.1:1/mcp${i}` }])) });
-  await delay(500);
-  const before = proc();
-  const rounds = [];
-  let peak = before;
-  for (let round = 0; round < ROUNDS; round++) {
-    const sampler = setInterval(() => {
-      const now = proc();
-      if (now.rssMB > peak.rssMB) peak = { ...now };
-      if (now.threads > peak.threads) peak.threads = now.threads;
-    }, 5);
-    const probes = [];
-    const prober = setInterval(() => probes.push(healthz()), 20);
-    const post = await timed(() =>
-      fetch(`${base}/sessions`, { method: 'POST', headers: { authorization: `Bearer ${ide}`, 'content-type': 'application/json' }, body }).then(async (r) => ({ status: r.status, body: await r.json() })),
-    );
-    await delay(300);
-    clearInterval(prober);
-    clearInterval(sampler);
-    const health = await Promise.all(probes);
-    rounds.push({ ms: Math.round(post.ms * 10) / 10, status: post.result.status, code: post.result.body.code, healthzMaxMs: Math.round(Math.max(...health.map((h) => h.ms)) * 10) / 10, healthzOk: health.every((h) => h.result === 200) });
-  }
-  await delay(500);
-  const after = proc();
-  const status = await fetch(`${base}/workspace/mcp`, { headers: { authorization: `Bearer ${operator}` } }).then((r) => r.json());
-  const report = {
-    servers: SERVERS,
-    bodyBytes: Buffer.byteLength(body),
-    rounds,
-    rss: { beforeMB: Math.round(before.rssMB), peakMB: Math.round(peak.rssMB), afterMB: Math.round(after.rssMB), growthMB: Math.round(peak.rssMB - before.rssMB) },
-    threads: { before: before.threads, peak: peak.threads, after: after.threads },
-    liveActors: status.limits?.actors,
-    sessions: status.sessions,
-  };
-  console.log(JSON.stringify(report, null, 2));
-} catch (error) {
-  console.error('bench failed:', error, stderr.slice(-2000));
-  process.exitCode = 1;
-} finally {
-  daemon.kill('SIGTERM');
-  await new Promise((resolve) => daemon.once('exit', resolve));
-  rmSync(dir, { recursive: true, force: true });
-}

@@ -9,97 +9,69 @@
  *
  *   npm run build && node test/bench/mcpSessionMemory.mjs [--sessions=200]
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { freePort } from './lib/gateways.mjs';
+import { runDaemonBench } from './lib/daemon.mjs';
 
 const arg = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const SESSIONS = arg('sessions', 200);
-const BIN = fileURLToPath(new URL('../../apps/daemon/bin/mcpool.js', import.meta.url));
-const ECHO = fileURLToPath(new URL('../fixtures/servers/echo.mjs', import.meta.url));
+const ECHO = new URL('../fixtures/servers/echo.mjs', import.meta.url).pathname;
 const VERSION = '2025-11-25';
 
-const dir = mkdtempSync(join(tmpdir(), 'mcpool-sessmem-'));
-const port = await freePort();
-const operator = `op-${randomUUID()}`;
-writeFileSync(
-  join(dir, 'config.json'),
-  JSON.stringify({
-    mcpServers: { echo: { command: process.execPath, args: [ECHO, '--marker=sessmem-bench'], sharing: 'shared' } },
-    daemon: { port, watchConfig: false, logLevel: 'warn', mcpMaxSessionsPerClient: 10_000, mcpMaxSessions: 10_000 },
-  }),
+await runDaemonBench(
+  {
+    label: 'sessmem',
+    config: (port) => ({
+      mcpServers: { echo: { command: process.execPath, args: [ECHO, '--marker=sessmem-bench'], sharing: 'shared' } },
+      daemon: { port, watchConfig: false, logLevel: 'warn', mcpMaxSessionsPerClient: 10_000, mcpMaxSessions: 10_000 },
+    }),
+  },
+  async ({ base, pid, auth }) => {
+    const rssKB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+    const heapKB = async () => {
+      const text = await fetch(`${base}/metrics`, { headers: auth }).then((r) => r.text());
+      return Number(/^mcpool_nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? NaN) / 1024;
+    };
+
+    async function openSession() {
+      const headers = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      const init = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'sessmem', version: '1' } } }),
+      });
+      await init.text();
+      const id = init.headers.get('mcp-session-id');
+      if (init.status !== 200 || id === null) throw new Error(`initialize answered ${init.status}`);
+      const done = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': VERSION }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+      await done.text();
+    }
+
+    async function openMany(count) {
+      for (let i = 0; i < count; i += 20) await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => openSession()));
+    }
+
+    // The daemon's GC runs on its own schedule: the smallest of a few samples.
+    async function settled() {
+      const samples = [];
+      for (let i = 0; i < 5; i++) {
+        await delay(400);
+        samples.push({ rss: rssKB(), heap: await heapKB() });
+      }
+      return { rss: Math.min(...samples.map((s) => s.rss)), heap: Math.min(...samples.map((s) => s.heap)) };
+    }
+
+    const base0 = await settled();
+    await openMany(SESSIONS);
+    const first = await settled();
+    await openMany(SESSIONS);
+    const second = await settled();
+    const per = (a, b) => Math.round(((b - a) / SESSIONS) * 10) / 10;
+    return {
+      sessionsPerStep: SESSIONS,
+      rssMB: { baseline: Math.round(base0.rss / 1024), afterFirst: Math.round(first.rss / 1024), afterSecond: Math.round(second.rss / 1024) },
+      perSessionKB: { rss: per(first.rss, second.rss), heapUsed: per(first.heap, second.heap), rssFirstStep: per(base0.rss, first.rss) },
+      target: '≤ 50 KB per held legacy session',
+    };
+  },
 );
-const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MCPOOL_'))), MCPOOL_TOKEN: operator, MCPOOL_STATE_DIR: join(dir, 'state') };
-const daemon = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'config.json')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-let stderr = '';
-daemon.stderr.on('data', (chunk) => (stderr += chunk));
-const base = `http://127.0.0.1:${port}`;
-const auth = { authorization: `Bearer ${operator}` };
-
-const rssKB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${daemon.pid}/status`, 'utf8'))[1]);
-const heapKB = async () => {
-  const text = await fetch(`${base}/metrics`, { headers: auth }).then((r) => r.text());
-  return Number(/^mcpool_nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? NaN) / 1024;
-};
-
-async function openSession() {
-  const headers = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  const init = await fetch(`${base}/mcp`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'sessmem', version: '1' } } }),
-  });
-  await init.text();
-  const id = init.headers.get('mcp-session-id');
-  if (init.status !== 200 || id === null) throw new Error(`initialize answered ${init.status}`);
-  const done = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': VERSION }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-  await done.text();
-  return id;
-}
-
-async function openMany(count) {
-  for (let i = 0; i < count; i += 20) await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => openSession()));
-}
-
-/** Lets the daemon settle: its GC runs on its own schedule, so read the smallest of a few samples. */
-async function settled() {
-  const samples = [];
-  for (let i = 0; i < 5; i++) {
-    await delay(400);
-    samples.push({ rss: rssKB(), heap: await heapKB() });
-  }
-  return { rss: Math.min(...samples.map((s) => s.rss)), heap: Math.min(...samples.map((s) => s.heap)) };
-}
-
-try {
-  for (let i = 0; i < 200; i++) {
-    const ready = await fetch(`${base}/readyz`, { headers: auth }).then((r) => r.json()).catch(() => undefined);
-    if (ready?.ready) break;
-    await delay(100);
-  }
-  const base0 = await settled();
-  await openMany(SESSIONS);
-  const first = await settled();
-  await openMany(SESSIONS);
-  const second = await settled();
-  const per = (a, b) => Math.round(((b - a) / SESSIONS) * 10) / 10;
-  const report = {
-    sessionsPerStep: SESSIONS,
-    rssMB: { baseline: Math.round(base0.rss / 1024), afterFirst: Math.round(first.rss / 1024), afterSecond: Math.round(second.rss / 1024) },
-    perSessionKB: { rss: per(first.rss, second.rss), heapUsed: per(first.heap, second.heap), rssFirstStep: per(base0.rss, first.rss) },
-    target: '≤ 50 KB per held legacy session',
-  };
-  console.log(JSON.stringify(report, null, 2));
-} catch (error) {
-  console.error('bench failed:', error, stderr.slice(-2000));
-  process.exitCode = 1;
-} finally {
-  daemon.kill('SIGTERM');
-  await new Promise((resolve) => daemon.once('exit', resolve));
-  rmSync(dir, { recursive: true, force: true });
-}
