@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { FIXTURES, marker, textOf } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 import { connectClient } from './gatewayHelpers.js';
@@ -14,11 +15,12 @@ vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
 const mark = marker('legacy-to-modern');
 let h: Harness;
 let client: Client;
+let base: string;
 
 beforeAll(async () => {
   h = await harness({ mcpServers: { modern: { command: process.execPath, args: [`${FIXTURES}v2EraServer.mjs`, '--modern-only', mark], sharing: 'shared' } } }, { marks: [mark] });
   await h.app.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
   ({ client } = await connectClient(`${base}/mcp`, h.token, {}, 'legacy-ide'));
 });
 
@@ -37,5 +39,21 @@ describe('a legacy caller of a modern-only server', () => {
       'io.modelcontextprotocol/protocolVersion': '2026-07-28',
       'io.modelcontextprotocol/clientInfo': { name: 'legacy-ide' },
     });
+  });
+
+  it('answers the server’s input_required through the legacy session: its elicitation goes to the client, the answer back with the retry', async () => {
+    const { client: asking } = await connectClient(`${base}/mcp`, h.token, { capabilities: { elicitation: {} } }, 'legacy-ide-elicits');
+    try {
+      const asked: unknown[] = [];
+      asking.setRequestHandler(ElicitRequestSchema, (request) => {
+        asked.push(request.params.message);
+        return { action: 'accept', content: { ok: true } };
+      });
+      const result = await asking.callTool({ name: 'modern__confirm', arguments: { item: 'cup' } });
+      expect(asked).toEqual(['Confirm cup?']);
+      expect(textOf(result)).toBe('confirmed cup: {"action":"accept","content":{"ok":true}}');
+    } finally {
+      await asking.close().catch(() => undefined);
+    }
   });
 });

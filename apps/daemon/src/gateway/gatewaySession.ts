@@ -24,6 +24,7 @@ import {
   PoolError,
   type CallOptions,
   type ConnectionStatus,
+  type InputRequiredResult,
   type McpTransportPool,
   type PooledConnection,
   type ServerConfig,
@@ -422,6 +423,40 @@ export class GatewaySession {
     else this.#outbox.push(undefined, () => void extra.sendNotification(notification as ServerNotification).catch(() => undefined));
   }
 
+  /** Whether this session's client declared any capability a modern server's input request can need. */
+  get #answersInputs(): boolean {
+    const caps = this.#client?.capabilities;
+    return caps !== undefined && Object.values(INPUT_CAPABILITY).some((kind) => caps[kind] !== undefined && caps[kind] !== null);
+  }
+
+  /**
+   * A modern server's `input_required` during this session's call: each input request is sent to
+   * the legacy client as the server→client request it is (on the call's stream), and the answers,
+   * keyed as asked, go back with the retry (the pool adds the server's `requestState`).
+   */
+  async #answerInputs(slot: Slot, request: InputRequiredResult, extra: Extra): Promise<Params> {
+    const caps = this.#client?.capabilities ?? {};
+    const entries = Object.entries(request.inputRequests ?? {});
+    const answers = await Promise.all(
+      entries.map(async ([key, input]) => {
+        const kind = INPUT_CAPABILITY[input.method];
+        if (kind === undefined || caps[kind] === undefined || caps[kind] === null) {
+          throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `${slot.name} asked for ${input.method}, which this session's client did not declare (${kind ?? 'an unknown request'})`, {
+            data: { mcpCode: RpcCode.INVALID_REQUEST },
+          });
+        }
+        try {
+          const result = await extra.sendRequest({ method: input.method, params: input.params ?? {} } as ServerRequest, LOOSE_RESULT, { signal: extra.signal, timeout: this.#deps.callTimeoutMs() });
+          return [key, result] as const;
+        } catch (error) {
+          const code = error instanceof McpError ? error.code : RpcCode.INTERNAL_ERROR;
+          throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `the downstream client did not answer ${input.method} for ${slot.name}: ${(error as Error).message}`, { data: { mcpCode: code } });
+        }
+      }),
+    );
+    return Object.fromEntries(answers);
+  }
+
   /** sampling/createMessage, elicitation/create, roots/list from upstream: to this session's newest call on that server. */
   async #serverRequest(slot: Slot, request: { method: string; params: Params }, signal: AbortSignal): Promise<Params> {
     const extra = slot.inflight.at(-1);
@@ -635,6 +670,9 @@ export class GatewaySession {
     const options: CallOptions = {
       signal: extra.signal,
       onNotification: (notification) => this.#forward(notification, extra),
+      // A legacy client that takes server→client requests answers a modern server's input
+      // requests itself; one that takes none gets the input_required result as it came.
+      ...(this.#answersInputs ? { onInputRequired: (request) => this.#answerInputs(slot, request, extra) } : {}),
       ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}),
       ...(progressToken === undefined
         ? {}
@@ -656,6 +694,9 @@ export class GatewaySession {
     }
   }
 }
+
+/** Which client capability a modern server's input request needs of a legacy client. */
+const INPUT_CAPABILITY: Record<string, string> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
 function stringParam(params: Params, key: string): string {
   const value = params[key];
