@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { FIXTURES, marker, textOf } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 import { connectClient } from './gatewayHelpers.js';
@@ -54,6 +54,22 @@ describe('a legacy caller of a modern-only server', () => {
       expect(textOf(result)).toBe('confirmed cup: {"action":"accept","content":{"ok":true}}');
     } finally {
       await asking.close().catch(() => undefined);
+    }
+  });
+
+  it('a client that takes server requests but not the one asked for gets a clear error naming it, not a hang', async () => {
+    const { client: sampler } = await connectClient(`${base}/mcp`, h.token, { capabilities: { sampling: {} } }, 'legacy-ide-samples');
+    try {
+      const error = await sampler.callTool({ name: 'modern__confirm', arguments: { item: 'cup' } }).catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(McpError);
+      // The caller's capabilities travel in the request's _meta, so the server itself refuses to
+      // ask: the spec's missing-capability error (-32021), naming the request it needed.
+      expect((error as McpError).code).toBe(-32021);
+      expect((error as McpError).message).toMatch(/elicitation\/create/);
+      // The session stays usable.
+      expect(textOf(await sampler.callTool({ name: 'modern__echo', arguments: { text: 'still here' } }))).toBe('still here');
+    } finally {
+      await sampler.close().catch(() => undefined);
     }
   });
 });
