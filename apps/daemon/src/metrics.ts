@@ -134,7 +134,7 @@ export class DaemonMetrics {
     });
     new Gauge({
       name: 'mcpool_mcp_client_sessions',
-      help: 'Open /mcp sessions per client (daemon.mcpMaxSessionsPerClient bounds each).',
+      help: 'Open /mcp sessions and modern listen streams per client (daemon.mcpMaxSessionsPerClient bounds each).',
       labelNames: ['client'],
       registers,
       collect() {

@@ -5,131 +5,45 @@
  * node:http requests for what a client library would hide (headers, status codes, SSE framing).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import type { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { pidsWithMarker, fixtureConfig, marker, textOf } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
-import { ACCEPT_BOTH, connectClient, messagesOf, raw, type RawResponse } from './gatewayHelpers.js';
+import {
+  MODERN_VERSION,
+  connectClient,
+  messagesOf,
+  modernEnvelope,
+  modernHeaders as modernHeadersFor,
+  modernRequest,
+  openListen as openListenAt,
+  raw,
+  responseOf,
+  type ModernOptions,
+  type ModernTarget,
+  type OpenStream,
+  type RawResponse,
+} from './gatewayHelpers.js';
 
 const dualMark = marker('modern-dual');
 const echoMark = marker('modern-echo');
 const changesMark = marker('modern-changes');
 const confMark = marker('modern-conformance');
 const ALICE = `alice-${randomUUID()}`;
-const VERSION = '2026-07-28';
+const VERSION = MODERN_VERSION;
 
 let h: Harness;
 let base: string;
 const closers: (() => Promise<unknown>)[] = [];
 
-const envelope = (name = 'raw-modern'): Record<string, unknown> => ({
-  'io.modelcontextprotocol/protocolVersion': VERSION,
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
-  'io.modelcontextprotocol/clientInfo': { name, version: '1.0.0' },
-});
-
-interface ModernOptions {
-  id?: number | string;
-  path?: string;
-  token?: string;
-  headers?: Record<string, string>;
-  meta?: Record<string, unknown>;
-  /** Leave these standard headers out. */
-  omit?: string[];
-}
-
-let nextId = 1;
-
-/** The standard headers a modern client sends for `method` (Mcp-Name from params.name / params.uri). */
-function modernHeaders(method: string, params: Record<string, unknown>, options: ModernOptions): Record<string, string> {
-  const name = method === 'resources/read' ? params.uri : method === 'tools/call' || method === 'prompts/get' ? params.name : undefined;
-  const headers: Record<string, string> = {
-    authorization: `Bearer ${options.token ?? h.token}`,
-    'content-type': 'application/json',
-    accept: ACCEPT_BOTH,
-    'mcp-protocol-version': VERSION,
-    'mcp-method': method,
-    ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-  };
-  for (const omitted of options.omit ?? []) delete headers[omitted];
-  return { ...headers, ...options.headers };
-}
-
-function modernBody(method: string, params: Record<string, unknown>, options: ModernOptions): Record<string, unknown> {
-  return { jsonrpc: '2.0', id: options.id ?? nextId++, method, params: { ...params, _meta: { ...envelope(), ...options.meta } } };
-}
-
-function modern(method: string, params: Record<string, unknown> = {}, options: ModernOptions = {}): Promise<RawResponse> {
-  return raw(base, { path: options.path ?? '/mcp', headers: modernHeaders(method, params, options), body: modernBody(method, params, options) });
-}
-
-/** The one response of a modern answer (JSON, or the last message of an SSE one). */
-function responseOf(answer: RawResponse): Record<string, unknown> {
-  const messages = messagesOf(answer);
-  return messages.at(-1)!;
-}
-
-/** A `subscriptions/listen` stream read as it comes. */
-interface OpenStream {
-  messages: Record<string, unknown>[];
-  waitFor(predicate: (messages: Record<string, unknown>[]) => boolean, what: string, ms?: number): Promise<void>;
-  comments: () => number;
-  close(): void;
-  status: Promise<number>;
-}
+const target = (): ModernTarget => ({ base, token: h.token });
+const envelope = modernEnvelope;
+const modernHeaders = (method: string, params: Record<string, unknown>, options: ModernOptions): Record<string, string> => modernHeadersFor(target(), method, params, options);
+const modern = (method: string, params: Record<string, unknown> = {}, options: ModernOptions = {}): Promise<RawResponse> => modernRequest(target(), method, params, options);
 
 function openListen(notifications: Record<string, unknown>, id: number | string = `listen-${randomUUID()}`): OpenStream {
-  const params = { notifications };
-  const options: ModernOptions = { id };
-  const payload = JSON.stringify(modernBody('subscriptions/listen', params, options));
-  const messages: Record<string, unknown>[] = [];
-  let comments = 0;
-  let buffer = '';
-  const waiters = new Set<() => void>();
-  let resolveStatus!: (status: number) => void;
-  const status = new Promise<number>((resolve) => (resolveStatus = resolve));
-  const req = httpRequest(`${base}/mcp`, { method: 'POST', headers: { ...modernHeaders('subscriptions/listen', params, options), 'content-length': Buffer.byteLength(payload) } }, (res) => {
-    resolveStatus(res.statusCode!);
-    res.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        for (const line of event.split('\n')) {
-          if (line.startsWith(':')) comments += 1;
-          if (line.startsWith('data: ')) messages.push(JSON.parse(line.slice(6)) as Record<string, unknown>);
-        }
-      }
-      for (const wake of waiters) wake();
-    });
-    res.on('error', () => undefined);
-  });
-  req.on('error', () => undefined);
-  req.end(payload);
-  const stream: OpenStream = {
-    messages,
-    comments: () => comments,
-    status,
-    close: () => req.destroy(),
-    waitFor: (predicate, what, ms = 60_000) =>
-      new Promise<void>((resolve, reject) => {
-        if (predicate(messages)) return resolve();
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(messages)}`));
-        }, ms);
-        const check = (): void => {
-          if (!predicate(messages)) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-      }),
-  };
+  const stream = openListenAt(target(), notifications, { id });
   closers.push(async () => stream.close());
   return stream;
 }

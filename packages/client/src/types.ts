@@ -200,6 +200,13 @@ export interface WorkspaceSession {
   label?: string;
   /** `/mcp/<server>` sessions: that server. */
   scope?: string;
+  /**
+   * `/mcp` only. `legacy`: a 2025-11-25 session (`Mcp-Session-Id`); `modern`: the views held for
+   * one client's stateless 2026-07-28 requests on one endpoint, with its listen streams.
+   */
+  era?: 'legacy' | 'modern';
+  /** `modern` only: its open `subscriptions/listen` streams. */
+  listens?: number;
   createdAt: string;
   lastActivityAt: string;
   servers: { name: string; status: 'connected' | 'connecting' | 'disconnected' | 'failed' | 'released' }[];

@@ -4,7 +4,7 @@
  * process. Nothing else is exported.
  */
 export { ModernRouter, MODERN_PROTOCOL_VERSIONS, classifyEra } from './modernRouter.js';
-export type { EraVerdict, ModernAnswer, ModernCaller, ModernRequest, ModernRouterOptions, RequestHeaders } from './modernRouter.js';
+export type { EraVerdict, ModernAnswer, ModernCaller, ModernHoldInfo, ModernRequest, ModernRouterOptions, RequestHeaders } from './modernRouter.js';
 export { MessageStream } from './messageStream.js';
 export { acquireFailure, acquireView } from './acquire.js';
 export type { AcquireFailure } from './acquire.js';

@@ -40,6 +40,7 @@ import {
   ErrorCode,
   PoolError,
   type CallOptions,
+  type ConnectionStatus,
   type Logger,
   type McpTransportPool,
   type PooledConnection,
@@ -47,7 +48,7 @@ import {
   type UpstreamNotification,
   type ViewClientInfo,
 } from '@mcpool/core';
-import { JsonRpcCode, jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
+import { JsonRpcCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import type { GatewayAccess } from './access.js';
@@ -102,6 +103,37 @@ export interface ModernRouterOptions {
   viewIdleMs?: number;
   /** Told when a `tools/call` ended: on which server, whether it got an answer, how long it took. */
   observeCall?(server: string, ok: boolean, seconds: number): void;
+  /**
+   * When a request stops waiting for `name`, a server its caller has not used yet (epoch ms): a
+   * server not ready by then is left out of this answer and joins later (its listens get
+   * `list_changed`). The host keeps one window per server, so a hanging one delays callers once.
+   * @default no bound: a request waits for every server of its endpoint
+   */
+  joinDeadline?(name: string): number;
+  /** Told when an acquire of `name` settled (ready or failed): the host's window for it can close. */
+  joined?(name: string): void;
+  /**
+   * Asked before a `subscriptions/listen` is held open for `principal`: a refusal (a typed code and
+   * a message) is answered with that code's HTTP status and JSON-RPC error. A listen holds a stream
+   * as a legacy session does, so a host counts them against the same caps.
+   */
+  admitListen?(principal: string): { code: ErrorCode; message: string } | undefined;
+}
+
+/** A (principal, endpoint)'s held views as a host lists them (never a token or a declared capability). */
+export interface ModernHoldInfo {
+  /** Stable while the hold lives; ends it through {@link ModernRouter.closeHold}. */
+  id: string;
+  principal: string;
+  /** `/mcp/<server>`: that server; undefined for the aggregating endpoint. */
+  scope: string | undefined;
+  createdAt: number;
+  lastActivityAt: number;
+  /** Requests under way. */
+  active: number;
+  /** Open `subscriptions/listen` streams. */
+  listens: number;
+  servers: { name: string; status: ConnectionStatus | 'connecting' | 'failed' }[];
 }
 
 /** A server that failed to start for a caller is tried again on use, at most this often. */
@@ -228,7 +260,10 @@ interface Listen {
 
 /** One (principal, endpoint)'s pool session and views, kept between its stateless requests. */
 class Hold {
-  readonly poolSessionId = `mcp-modern:${randomUUID()}`;
+  readonly id = randomUUID();
+  readonly poolSessionId = `mcp-modern:${this.id}`;
+  readonly createdAt = Date.now();
+  lastSeen = this.createdAt;
   readonly slots = new Map<string, Slot>();
   readonly listens = new Set<Listen>();
   users = 0;
@@ -274,6 +309,45 @@ export class ModernRouter {
     let count = 0;
     for (const hold of this.#holds.values()) count += hold.listens.size;
     return count;
+  }
+
+  /** The held (principal, endpoint)s, oldest first. */
+  holds(): ModernHoldInfo[] {
+    return [...this.#holds.values()].map((hold) => ({
+      id: hold.id,
+      principal: hold.principal,
+      scope: hold.scope,
+      createdAt: hold.createdAt,
+      lastActivityAt: hold.lastSeen,
+      active: hold.users,
+      listens: hold.listens.size,
+      servers: [...hold.slots.values()].map((slot) => ({
+        name: slot.name,
+        status: slot.view !== undefined ? slot.view.status : slot.error === undefined ? 'connecting' : 'failed',
+      })),
+    }));
+  }
+
+  /** Open listens of one principal (on every endpoint). */
+  listensOf(principal: string): number {
+    let count = 0;
+    for (const hold of this.#holds.values()) if (hold.principal === principal) count += hold.listens.size;
+    return count;
+  }
+
+  /**
+   * Ends the hold `id` when `may` allows its principal: its listens get their completion result,
+   * its views are released. A later request of that principal starts a new hold. False when
+   * there is no such hold, or `may` refused it (another client's hold does not exist for it).
+   */
+  async closeHold(id: string, may: (principal: string) => boolean): Promise<boolean> {
+    for (const hold of this.#holds.values()) {
+      if (hold.id !== id) continue;
+      if (!may(hold.principal)) return false;
+      await this.#release(hold);
+      return true;
+    }
+    return false;
   }
 
   /** Routes one message. Never throws: every failure is an answer. */
@@ -335,11 +409,13 @@ export class ModernRouter {
     }
     clearTimeout(hold.timer);
     hold.timer = undefined;
+    hold.lastSeen = Date.now();
     return hold;
   }
 
   #idle(hold: Hold): void {
     if (hold.users > 0 || hold.listens.size > 0 || hold.released) return;
+    hold.lastSeen = Date.now();
     clearTimeout(hold.timer);
     hold.timer = setTimeout(() => void this.#release(hold), this.#idleMs);
     hold.timer.unref();
@@ -364,7 +440,23 @@ export class ModernRouter {
   /** Live views of the caller's servers, acquiring the missing ones (a failed one waits for its retry time). */
   async #views(hold: Hold, caller: ModernCaller): Promise<{ slot: Slot; view: PooledConnection }[]> {
     const slots = this.#serversOf(caller).map((name) => hold.slot(name));
-    await Promise.all(slots.filter((slot) => slot.view === undefined && Date.now() >= slot.retryAt).map((slot) => this.#acquire(hold, slot)));
+    const timers: NodeJS.Timeout[] = [];
+    try {
+      await Promise.all(
+        slots
+          .filter((slot) => slot.view === undefined && Date.now() >= slot.retryAt)
+          .map((slot) => {
+            const acquired = this.#acquire(hold, slot);
+            const deadline = this.#options.joinDeadline?.(slot.name);
+            if (deadline === undefined) return acquired;
+            const waitMs = deadline - Date.now();
+            if (waitMs <= 0) return Promise.resolve();
+            return Promise.race([acquired, new Promise<void>((resolve) => timers.push(setTimeout(resolve, waitMs)))]);
+          }),
+      );
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
     const out: { slot: Slot; view: PooledConnection }[] = [];
     for (const slot of slots) if (slot.view !== undefined) out.push({ slot, view: slot.view });
     return out;
@@ -390,6 +482,7 @@ export class ModernRouter {
         return undefined;
       } finally {
         slot.acquiring = undefined;
+        this.#options.joined?.(slot.name);
       }
     })();
     return slot.acquiring;
@@ -707,6 +800,11 @@ export class ModernRouter {
     if (filter.promptsListChanged === true && caps.prompts !== undefined) kinds.add('prompts');
     if (filter.resourcesListChanged === true && caps.resources !== undefined) kinds.add('resources');
     const wanted = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((uri): uri is string => typeof uri === 'string') : [];
+    // Only a listen that will be held open counts against the host's caps.
+    if (kinds.size > 0 || wanted.length > 0) {
+      const refused = this.#options.admitListen?.(ctx.caller.principal);
+      if (refused !== undefined) return refusal(ctx.id, httpStatusOf(refused.code), refused.code, refused.message);
+    }
     const listen: Listen = { id: ctx.id, kinds, uris: new Set(), stream: new MessageStream() };
     for (const uri of wanted) {
       const owner = views.find(({ view }) => (view.capabilities.resources as { subscribe?: unknown } | undefined)?.subscribe === true && ownsUri(view, uri));

@@ -151,10 +151,11 @@ export function formatSessions(sessions: SessionInfo[], mcpSessions: WorkspaceSe
     out.push(`${table(rows)}\n(* injected by the session)`);
   }
   if (mcpSessions.length > 0) {
-    const rows = [['/MCP SESSION', 'CLIENT', 'CREATED', 'LAST USED', 'ENDPOINT', 'SERVERS']];
+    const rows = [['/MCP SESSION', 'ERA', 'CLIENT', 'CREATED', 'LAST USED', 'ENDPOINT', 'SERVERS']];
     for (const session of mcpSessions) {
       const servers = session.servers.map((server) => `${server.name}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
-      rows.push([session.id, session.clientId, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
+      const era = session.era === 'modern' ? `modern (${session.listens ?? 0} listen${session.listens === 1 ? '' : 's'})` : (session.era ?? 'legacy');
+      rows.push([session.id, era, session.clientId, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
     }
     out.push(table(rows));
   }

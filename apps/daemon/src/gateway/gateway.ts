@@ -37,6 +37,11 @@ export interface GatewayOptions {
 /** One open `/mcp` session, as the dashboard lists it (never a token, never the client's declared capabilities). */
 export interface GatewaySessionInfo {
   id: string;
+  /**
+   * `legacy`: a 2025-11-25 session (`Mcp-Session-Id`); `modern`: the views the gateway holds for
+   * one client's stateless 2026-07-28 requests on one endpoint, with their listen streams.
+   */
+  era: 'legacy' | 'modern';
   clientId: string;
   /** `/mcp/<server>`: that server; absent for the aggregating `/mcp`. */
   scope?: string;
@@ -44,7 +49,9 @@ export interface GatewaySessionInfo {
   lastActivityAt: string;
   /** HTTP requests under way (a GET stream counts). */
   active: number;
-  servers: GatewaySession['serverStates'];
+  servers: { name: string; status: GatewaySession['serverStates'][number]['status'] | 'failed' }[];
+  /** Open `subscriptions/listen` streams (modern only). */
+  listens?: number;
 }
 
 /** The loopback test principal: `/mcp` only, every server. */
@@ -110,7 +117,7 @@ export class Gateway {
     const ttl = settings.mcpSessionTtlMs;
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
-    this.#daemon.countMcpSessionsWith(() => this.#sessions.size, () => this.countByClient());
+    this.#daemon.countMcpSessionsWith(() => this.#sessions.size + this.#modern.listens, () => this.countByClient());
     this.#modern = new ModernRouter({
       pool: this.#daemon.pool,
       config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
@@ -118,6 +125,11 @@ export class Gateway {
       logger: this.#logger,
       viewIdleMs: Math.min(settings.mcpSessionTtlMs, 60_000),
       observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
+      // A modern caller's first request waits for a hanging server no longer than a legacy initialize does.
+      joinDeadline: (name) => this.#joinDeadline(name),
+      joined: (name) => this.#joinWaits.delete(name),
+      // A held listen stream costs what a legacy session does: it counts against the same caps.
+      admitListen: (principal) => this.#admission(principal),
     });
     // A server just authorized joins the sessions that were waiting for it (they get list_changed).
     this.#offAuth = this.#daemon.onServerAuthorized((name) => {
@@ -128,17 +140,21 @@ export class Gateway {
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
   readonly anonymousPrincipal = (): Principal | undefined => (this.#daemon.settings.insecureNoAuthLoopback ? ANONYMOUS : undefined);
 
-  /** Open downstream sessions. */
+  /** Open downstream sessions: legacy sessions and modern listen streams. */
   get size(): number {
-    return this.#sessions.size;
+    return this.#sessions.size + this.#modern.listens;
   }
 
-  /** The open downstream sessions: who opened them, on which endpoint, their servers, when they were opened and last used. */
+  /**
+   * The open downstream sessions, legacy ones and modern holds: who opened them, on which
+   * endpoint, their servers, when they were opened and last used.
+   */
   list(): GatewaySessionInfo[] {
-    return [...this.#sessions.values()]
+    const legacy = [...this.#sessions.values()]
       .filter((session) => !session.closed)
       .map((session) => ({
         id: session.id,
+        era: 'legacy' as const,
         clientId: session.principalId,
         ...(session.scope === undefined ? {} : { scope: session.scope }),
         createdAt: new Date(session.createdAt).toISOString(),
@@ -146,6 +162,18 @@ export class Gateway {
         active: session.active,
         servers: session.serverStates,
       }));
+    const modern = this.#modern.holds().map((hold) => ({
+      id: hold.id,
+      era: 'modern' as const,
+      clientId: hold.principal,
+      ...(hold.scope === undefined ? {} : { scope: hold.scope }),
+      createdAt: new Date(hold.createdAt).toISOString(),
+      lastActivityAt: new Date(hold.lastActivityAt).toISOString(),
+      active: hold.active + hold.listens,
+      servers: hold.servers,
+      listens: hold.listens,
+    }));
+    return [...legacy, ...modern];
   }
 
   /**
@@ -154,17 +182,28 @@ export class Gateway {
    * for this principal (another client's session does not exist for it).
    */
   async closeSession(principal: Principal, id: string): Promise<boolean> {
+    const may = (owner: string): boolean => owner === principal.id || principal.id === OPERATOR_ID;
     const session = this.#sessions.get(id);
-    if (session === undefined || session.closed || (session.principalId !== principal.id && principal.id !== OPERATOR_ID)) return false;
+    if (session === undefined || session.closed) {
+      // A modern hold: its listens get their completion result, its views are released.
+      const ended = await this.#modern.closeHold(id, may);
+      if (ended) this.#logger.debug({ holdId: id, by: principal.id }, 'modern gateway hold ended through the REST API');
+      return ended;
+    }
+    if (!may(session.principalId)) return false;
     this.#logger.debug({ sessionId: id, client: session.principalId, by: principal.id }, 'gateway session closed through the REST API');
     await session.close('closed through the REST API');
     return true;
   }
 
-  /** Open sessions per client (for `/metrics`). */
+  /** Open sessions per client, legacy sessions and modern listen streams (for `/metrics`). */
   countByClient(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const session of this.#sessions.values()) if (!session.closed) counts.set(session.principalId, (counts.get(session.principalId) ?? 0) + 1);
+    const add = (client: string, n: number): void => {
+      if (n > 0) counts.set(client, (counts.get(client) ?? 0) + n);
+    };
+    for (const session of this.#sessions.values()) if (!session.closed) add(session.principalId, 1);
+    for (const hold of this.#modern.holds()) add(hold.principal, hold.listens);
     return counts;
   }
 
@@ -223,20 +262,9 @@ export class Gateway {
     }
     const principal = request.principal!;
     if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+    const refused = this.#admission(principal.id);
+    if (refused !== undefined) return this.#refuse(reply, refused.code, refused.message);
     const settings = this.#daemon.settings;
-    // The per-client cap comes first: a client at its own share is told so, and its sessions never
-    // fill the global cap alone unless the two caps are set that way.
-    const mine = this.#sessionsOf(principal.id) + (this.#opening.get(principal.id) ?? 0);
-    if (mine >= settings.mcpMaxSessionsPerClient) {
-      this.#daemon.refused('mcp_sessions_per_client');
-      this.#logger.warn({ client: principal.id, open: mine, max: settings.mcpMaxSessionsPerClient }, 'gateway session refused: the client has its share of sessions');
-      return this.#refuse(reply, ErrorCode.CLIENT_LIMIT_REACHED, `client ${principal.id} has ${mine} open MCP sessions, its limit (daemon.mcpMaxSessionsPerClient ${settings.mcpMaxSessionsPerClient}); close some (DELETE) or wait for idle ones to expire`);
-    }
-    if (this.#sessions.size + this.#openingTotal >= settings.mcpMaxSessions) {
-      this.#daemon.refused('mcp_sessions');
-      this.#logger.warn({ client: principal.id, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
-      return this.#refuse(reply, ErrorCode.SESSION_CAP_REACHED, `too many open MCP sessions (daemon.mcpMaxSessions ${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire`);
-    }
     const access = accessOf(principal, settings, Object.keys(this.#daemon.config.servers));
     if (this.#scopeRefused(reply, scope, access)) return reply;
     const servers = scope === undefined ? [...access.servers] : [scope];
@@ -380,11 +408,35 @@ export class Gateway {
     }
   }
 
-  /** Open sessions of one client (O(open sessions): bounded by `mcpMaxSessions`). */
+  /** Open sessions of one client, its modern listens included (O(open sessions): bounded by `mcpMaxSessions`). */
   #sessionsOf(principalId: string): number {
-    let count = 0;
+    let count = this.#modern.listensOf(principalId);
     for (const session of this.#sessions.values()) if (session.principalId === principalId) count += 1;
     return count;
+  }
+
+  /**
+   * Whether `principalId` may open one more session or listen stream: undefined, or the typed
+   * refusal. The per-client cap comes first: a client at its own share is told so, and its
+   * sessions never fill the global cap alone unless the two caps are set that way.
+   */
+  #admission(principalId: string): { code: ErrorCode; message: string } | undefined {
+    const settings = this.#daemon.settings;
+    const mine = this.#sessionsOf(principalId) + (this.#opening.get(principalId) ?? 0);
+    if (mine >= settings.mcpMaxSessionsPerClient) {
+      this.#daemon.refused('mcp_sessions_per_client');
+      this.#logger.warn({ client: principalId, open: mine, max: settings.mcpMaxSessionsPerClient }, 'gateway session refused: the client has its share of sessions');
+      return {
+        code: ErrorCode.CLIENT_LIMIT_REACHED,
+        message: `client ${principalId} has ${mine} open MCP sessions and listen streams, its limit (daemon.mcpMaxSessionsPerClient ${settings.mcpMaxSessionsPerClient}); close some (DELETE) or wait for idle ones to expire`,
+      };
+    }
+    if (this.size + this.#openingTotal >= settings.mcpMaxSessions) {
+      this.#daemon.refused('mcp_sessions');
+      this.#logger.warn({ client: principalId, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
+      return { code: ErrorCode.SESSION_CAP_REACHED, message: `too many open MCP sessions and listen streams (daemon.mcpMaxSessions ${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire` };
+    }
+    return undefined;
   }
 
   /** A typed refusal in the JSON-RPC shape an MCP client reads, its status from the one code table. */

@@ -29,6 +29,13 @@ export const workspaceSessionsSchema = z.object({
       label: z.string().optional(),
       /** `/mcp/<server>` sessions: that server. */
       scope: z.string().optional(),
+      /**
+       * `/mcp` only. `legacy`: a 2025-11-25 session (`Mcp-Session-Id`); `modern`: the views held
+       * for one client's stateless 2026-07-28 requests on one endpoint, with its listen streams.
+       */
+      era: z.enum(['legacy', 'modern']).optional(),
+      /** `modern` only: its open `subscriptions/listen` streams. */
+      listens: z.number().int().nonnegative().optional(),
       createdAt: z.string(),
       lastActivityAt: z.string(),
       servers: z.array(sessionServer),
@@ -87,6 +94,8 @@ export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySess
     id: session.id,
     clientId: session.clientId,
     ...(session.scope === undefined ? {} : { scope: session.scope }),
+    era: session.era,
+    ...(session.listens === undefined ? {} : { listens: session.listens }),
     createdAt: session.createdAt,
     lastActivityAt: session.lastActivityAt,
     servers: session.servers.map((server) => ({ ...server })),
@@ -100,7 +109,7 @@ export function observeRoutes(daemon: Daemon, mcp: McpSessionsAccess): ObserveRo
     {
       method: 'GET',
       url: '/workspace/sessions',
-      summary: 'Every session, REST (`kind: rest`) and `/mcp` (`kind: mcp`): its client, its servers, when it was opened and last used',
+      summary: 'Every session, REST (`kind: rest`) and `/mcp` (`kind: mcp`, `era: legacy` for a 2025-11-25 session, `modern` for the views held for a 2026-07-28 client with its listen streams): its client, its servers, when it was opened and last used',
       right: 'read',
       responses: { 200: { description: 'The sessions', schema: workspaceSessionsSchema } },
       handler: () => workspaceSessions(daemon, () => mcp.list()),
@@ -108,7 +117,7 @@ export function observeRoutes(daemon: Daemon, mcp: McpSessionsAccess): ObserveRo
     {
       method: 'DELETE',
       url: '/workspace/sessions/:id',
-      summary: 'End a session of either kind: a REST session releases its pool references, a `/mcp` session also ends its streams (the operator may end any; a client only its own)',
+      summary: 'End a session of either kind: a REST session releases its pool references, a `/mcp` session (legacy or modern) also ends its streams (the operator may end any; a client only its own)',
       right: 'write',
       responses: { 204: { description: 'Ended' } },
       errors: [404],
