@@ -2,7 +2,7 @@
 // Where does a call's time go? Runs one path under V8's CPU profiler (every thread: the main
 // thread and the actor's worker) and prints the top functions by self time, per thread and by
 // package. `node test/bench/profile.mjs [--path=pool|direct|daemon] [--mode=seq|conc] [--calls=20000]`
-// `--path=daemon [--endpoint=/mcp/everything|/mcp]`: the real daemon (`mcpool serve`, part 2's
+// `--path=daemon [--endpoint=/mcp/everything|/mcp|daemon-all-modern]`: the real daemon (`mcpool serve`, part 2's
 // config: server-everything over stdio, 127.0.0.1) runs under the profiler while this process
 // calls `echo` through its Streamable HTTP endpoint with the SDK client; the daemon is stopped
 // with SIGTERM so it writes its profile (the main thread's only: actor threads are terminated at
@@ -71,8 +71,10 @@ async function profileDaemon(dir) {
   const { marker } = await import('./lib/procs.mjs');
   const { randomBytes } = await import('node:crypto');
   const daemon = GATEWAYS.find((g) => g.id === 'daemon');
-  const endpoint = daemon.endpoints.find((e) => e.path === (args.endpoint ?? '/mcp/everything'));
-  if (!endpoint) throw new Error(`--endpoint must be one of ${daemon.endpoints.map((e) => e.path).join(', ')}`);
+  // By id (`--endpoint=daemon-all-modern`: the modern client on /mcp) or by path (the first endpoint of that path).
+  const wanted = args.endpoint ?? '/mcp/everything';
+  const endpoint = daemon.endpoints.find((e) => e.id === wanted) ?? daemon.endpoints.find((e) => e.path === wanted);
+  if (!endpoint) throw new Error(`--endpoint must be one of ${daemon.endpoints.map((e) => `${e.id} (${e.path})`).join(', ')}`);
   const concurrency = mode === 'seq' ? 1 : 16;
   const handle = await startGateway(daemon, { mark: marker(`prof${process.pid}`, 'daemon'), token: randomBytes(24).toString('base64url'), nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100'] });
   let session;
