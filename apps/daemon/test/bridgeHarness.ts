@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { createLogger, SecretRedactor } from 'mcpool';
-import { Bridge, type BridgeOptions, type TokenSource } from '../dist/bridge/bridge.js';
+import { Bridge, type BridgeOptions, type TokenSource } from '@mcpool/gateway';
 import { memoryDestination } from './helpers.js';
 
 export interface BridgeRun {

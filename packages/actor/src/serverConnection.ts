@@ -27,6 +27,7 @@ import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import type { ReadGate } from './sourceThrottle.js';
+import { scanParamHeaders } from './transports/httpMcpHeaders.js';
 import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
 import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
 
@@ -132,6 +133,10 @@ export class ServerConnection {
   #onListChanged: ((kind: ListKind) => void) | undefined;
   #listen: ListenStream | undefined;
   readonly #logger: ConnectionLogger;
+  /** Modern over Streamable HTTP: tools whose `x-mcp-header` declarations are invalid are left out. */
+  readonly #dropsInvalidHeaderTools: boolean;
+  /** The tools already warned about, so a re-list does not warn again. */
+  readonly #droppedTools = new Set<string>();
 
   private constructor(client: UpstreamClient, info: OpenedInfo, eraProbed: boolean, options: OpenConnectionOptions) {
     this.client = client;
@@ -145,6 +150,7 @@ export class ServerConnection {
     this.#defaults = options.defaults ?? {};
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     this.#logger = options.logger;
+    this.#dropsInvalidHeaderTools = info.era === 'modern' && options.config.transport === 'http';
     this.lists = emptyLists();
     client.setHooks({
       request: (method, params, signal) => {
@@ -284,7 +290,7 @@ export class ServerConnection {
   /** Lists one kind (resources include templates). An absent capability yields empty lists. */
   async discover(kind: ListKind, signal?: AbortSignal): Promise<Partial<Lists>> {
     const caps = this.capabilities;
-    if (kind === 'tools') return { tools: caps.tools ? ((await this.#paged('tools/list', 'tools', signal)) as ToolInfo[]) : [] };
+    if (kind === 'tools') return { tools: caps.tools ? this.#usableTools((await this.#paged('tools/list', 'tools', signal)) as ToolInfo[]) : [] };
     if (kind === 'prompts') return { prompts: caps.prompts ? ((await this.#paged('prompts/list', 'prompts', signal)) as PromptInfo[]) : [] };
     if (!caps.resources) return { resources: [], resourceTemplates: [] };
     const [resources, resourceTemplates] = await Promise.all([
@@ -296,6 +302,24 @@ export class ServerConnection {
       }),
     ]);
     return { resources, resourceTemplates };
+  }
+
+  /**
+   * A 2026-07-28 client over Streamable HTTP must leave out every tool whose `x-mcp-header`
+   * declarations are invalid (it could not mirror them, and a server would refuse its calls),
+   * keep the others, and should say so: one warning per tool and connection.
+   */
+  #usableTools(tools: ToolInfo[]): ToolInfo[] {
+    if (!this.#dropsInvalidHeaderTools) return tools;
+    return tools.filter((tool) => {
+      const scan = scanParamHeaders(tool.inputSchema);
+      if (scan.valid) return true;
+      if (!this.#droppedTools.has(tool.name)) {
+        this.#droppedTools.add(tool.name);
+        this.#logger.warn({ tool: tool.name, reason: scan.reason }, 'left a tool out of the list: its x-mcp-header declaration is invalid');
+      }
+      return false;
+    });
   }
 
   async #paged(method: string, key: string, signal?: AbortSignal): Promise<unknown[]> {

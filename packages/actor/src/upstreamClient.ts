@@ -10,7 +10,7 @@
  * for the request re-arms it, but never past `maxTotalTimeoutMs` from the start.
  */
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
-import type { JsonRpcMessage, UpstreamTransport } from './transports/upstreamTransport.js';
+import { UpstreamStreamError, type JsonRpcMessage, type UpstreamTransport } from './transports/upstreamTransport.js';
 
 /** A JSON-RPC error answer from the server. */
 export class UpstreamRpcError extends Error {
@@ -93,6 +93,8 @@ export class UpstreamClient {
     transport.onmessage = (message) => this.#onMessage(message);
     transport.onerror = (error) => {
       this.#lastError = error;
+      // A request whose answer the transport lost fails now, not at its timeout.
+      if (error instanceof UpstreamStreamError) this.#pendingOf(error.requestId)?.reject(error);
     };
     transport.onclose = () => this.#onClose();
   }
@@ -215,11 +217,15 @@ export class UpstreamClient {
     this.#onClose();
   }
 
+  /** Ids we send are numbers; a server that echoes them as strings still matches. */
+  #pendingOf(id: unknown): Pending | undefined {
+    return typeof id === 'number' ? this.#pending.get(id) : typeof id === 'string' ? this.#pending.get(Number(id)) : undefined;
+  }
+
   #onMessage(message: JsonRpcMessage): void {
     const { id, method } = message;
     if (method === undefined) {
-      // A response: ids we send are numbers; a server that echoes them as strings still matches.
-      const pending = typeof id === 'number' ? this.#pending.get(id) : typeof id === 'string' ? this.#pending.get(Number(id)) : undefined;
+      const pending = this.#pendingOf(id);
       if (pending === undefined) return;
       if (message.error !== undefined) {
         const { code, message: text, data } = message.error;
@@ -235,8 +241,7 @@ export class UpstreamClient {
     }
     const params = message.params;
     if (method === 'notifications/progress') {
-      const token = params?.progressToken;
-      const pending = typeof token === 'number' ? this.#pending.get(token) : typeof token === 'string' ? this.#pending.get(Number(token)) : undefined;
+      const pending = this.#pendingOf(params?.progressToken);
       if (pending?.onProgress === undefined) return;
       pending.rearm?.();
       const { progress, total, message: text } = params as { progress: number; total?: number; message?: string };

@@ -15,7 +15,7 @@ import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpo
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection, authRequired } from './serverConnection.js';
 import { TransportLostError } from './transports/processGroupStdioTransport.js';
-import { UpstreamHttpError, UpstreamNetworkError } from './transports/upstreamTransport.js';
+import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
 import { jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
@@ -282,9 +282,11 @@ function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal,
   if (error instanceof UpstreamRpcError) {
     return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
   }
-  // A call that raced the server's death: the write failed, or the loss was not reported yet.
-  if (error instanceof UpstreamClosedError || conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
-    return new MCPCallInterruptedError(`the connection to ${args!.serverName} was lost during the call; its result is unknown`, {
+  // A call that raced the server's death (the write failed, or the loss was not reported yet),
+  // or whose response stream was lost and could not be resumed: the server may have acted.
+  if (error instanceof UpstreamClosedError || error instanceof UpstreamStreamError || conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
+    const lost = error instanceof UpstreamStreamError ? 'the response stream from' : 'the connection to';
+    return new MCPCallInterruptedError(`${lost} ${args!.serverName} was lost during the call; its result is unknown`, {
       serverName: args!.serverName,
       entryIndex: args!.entryIndex,
       clientGeneration: generation,

@@ -1,11 +1,12 @@
 /**
  * Both protocol eras over HTTP, through the pool's own HTTP transport: a modern-only v2 server
  * is reached in the modern era (its 400 to `initialize` is never needed: the probe settles it),
- * with the standard headers on every request; a legacy v1 server's answer to the probe sends
+ * with the standard headers on every request, and its tools whose `x-mcp-header` declarations
+ * are invalid left out of the list; a legacy v1 server's answer to the probe sends
  * the pool to `initialize`; a 401 is an auth failure, not era evidence.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode, type McpTransportPool, type PoolEvent } from '@mcpool/core';
+import { ErrorCode, type Logger, type McpTransportPool, type PoolEvent } from '@mcpool/core';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 import { textOf } from '../../../test/helpers/processes.js';
@@ -77,6 +78,30 @@ describe('HTTP upstreams of both eras', () => {
     expect(failure?.data).toMatchObject({ httpStatus: 400, mcpCode: -32020 });
     const callsNow = server.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/call');
     expect(callsNow.length - callsBefore).toBe(2);
+  }, LONG);
+
+  it('tools whose x-mcp-header declarations are invalid are left out of the list, with a warning each; the valid ones stay', async () => {
+    const server: HttpModernServer = await startHttpModernServer({ legacy: 'reject', invalidHeaderTools: true });
+    servers.push(server);
+    const lines: { level: string; msg: string; tool?: unknown; reason?: unknown }[] = [];
+    const collecting = (bindings: Record<string, unknown>): Logger => {
+      const at = (level: string) => (fields: object | string, msg?: string) => {
+        lines.push(typeof fields === 'string' ? { level, ...bindings, msg: fields } : { level, ...bindings, ...fields, msg: msg ?? '' });
+      };
+      return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (more) => collecting({ ...bindings, ...more }) };
+    };
+    const pool = newPool({ stateDir: false, logger: collecting({}) });
+    const view = await pool.acquire('modern', { type: 'http', url: server.url }, 's1');
+    // The server lists them: what the pool leaves out is its own decision.
+    const listed = server.exchanges.find((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'tools/list');
+    expect(listed).toBeDefined();
+    const names = view.tools.map((tool) => tool.name);
+    expect(names).toEqual(expect.arrayContaining(['echo', 'regional', 'slow']));
+    expect(names.filter((name) => name.startsWith('bad_'))).toEqual([]);
+    expect(textOf(await view.callTool('regional', { region: 'eu', text: 'kept' }))).toBe('eu: kept');
+    const warned = lines.filter((line) => line.level === 'warn' && /x-mcp-header/.test(line.msg));
+    expect(warned.map((line) => line.tool).sort()).toEqual(['bad_duplicate_header', 'bad_empty_header', 'bad_object_header']);
+    expect(warned.every((line) => typeof line.reason === 'string' && line.reason.length > 0)).toBe(true);
   }, LONG);
 
   it('a legacy v1 HTTP server refuses the probe and is initialized in the legacy era', async () => {

@@ -1,7 +1,8 @@
 /**
  * The public API of `@mcpool/gateway`: the MCP router over a pool (the aggregated
  * `<server>__<name>` view and per-server views), for a host that serves it over HTTP or in
- * process. Nothing else is exported.
+ * process, and the bridge that relays a stdio MCP client to such an endpoint. Nothing else is
+ * exported.
  */
 export { ModernRouter, MODERN_PROTOCOL_VERSIONS, classifyEra } from './modernRouter.js';
 export type { EraVerdict, ModernAnswer, ModernCaller, ModernHoldInfo, ModernRequest, ModernRouterOptions, RequestHeaders } from './modernRouter.js';
@@ -14,3 +15,10 @@ export type { EndpointCapabilities } from './capabilities.js';
 export { NAME_SEPARATOR, qualify, splitQualified, templateMatches } from './naming.js';
 export { RpcCode, RpcError, rpcErrorBody, toRpcError, unknownNameError, upstreamMessage } from './rpcErrors.js';
 export type { RequestedName } from './rpcErrors.js';
+
+// The bridge: a stdio MCP client ↔ a Streamable HTTP endpoint (the daemon's `/mcp`), as a relay.
+export { Bridge, isConnectError } from './bridge/bridge.js';
+export type { BridgeLogger, BridgeOptions, BridgeStats, TokenSource } from './bridge/bridge.js';
+export type { Era as BridgeEra } from './bridge/modern.js';
+export { BridgeErrorCode, errorResponse } from './bridge/jsonRpc.js';
+export type { BridgeFailure, RequestId } from './bridge/jsonRpc.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { isConnectError, type TokenSource } from './bridge.js';
+import { isConnectError, type TokenSource } from '@mcpool/gateway';
 
 /** This package's `bin/mcpool.js` (from `dist/bridge/autostart.js`). */
 export const MCPOOL_BIN = fileURLToPath(new URL('../../bin/mcpool.js', import.meta.url));

@@ -15,7 +15,7 @@ import { defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
 import { SecretRedactor } from '../secrets.js';
 import { VERSION } from '../version.js';
-import { Bridge, type TokenSource } from './bridge.js';
+import { Bridge, type TokenSource } from '@mcpool/gateway';
 import { DaemonStarter } from './autostart.js';
 
 export interface BridgeCommandOptions {

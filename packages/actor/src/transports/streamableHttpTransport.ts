@@ -18,10 +18,17 @@
  *   GET stream; each request mirrors its body in headers (`httpMcpHeaders.ts`). The tool schemas
  *   that declare `x-mcp-header` are learnt from the `tools/list` answers that pass through.
  *
+ * A legacy response stream that ends or breaks before its response, after events that carried
+ * ids, is resumed: after the server's `retry:` delay a GET with `Last-Event-ID` asks for the rest,
+ * as long as reconnections bring new events (three in a row that bring none give up). The modern
+ * revision has no resumption: there the request is lost at once. A lost request is reported
+ * through `onerror` as an `UpstreamStreamError` naming its id.
+ *
  * Aborting a request's `signal` closes its response stream, which is how an HTTP client cancels
  * (the server treats the disconnect as cancellation). Nothing here validates message schemas.
  */
-import { ERROR_BODY_LIMIT, GatedReads, mediaType, parseMessages, readBoundedText, readSse, readText } from './httpBody.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { ERROR_BODY_LIMIT, GatedReads, mediaType, parseMessages, readBoundedText, readSse, readText, type SseHandlers } from './httpBody.js';
 import type { ReadGate } from '../sourceThrottle.js';
 import { remoteTarget, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
 import {
@@ -34,11 +41,14 @@ import {
 } from './httpMcpHeaders.js';
 import {
   UpstreamHttpError,
+  UpstreamStreamError,
   type JsonRpcMessage,
   type ProtocolEra,
   type SendOptions,
   type UpstreamTransport,
 } from './upstreamTransport.js';
+
+export { UpstreamStreamError };
 
 export interface StreamableHttpTransportOptions {
   /** The MCP endpoint. */
@@ -58,27 +68,32 @@ export interface StreamableHttpTransportOptions {
   readGate?: ReadGate | undefined;
 }
 
-/**
- * A response stream ended or broke before it carried the response to its request: the request
- * is lost (there is no resumption) and the actor fails or re-issues it.
- */
-export class UpstreamStreamError extends Error {
-  override name = 'UpstreamStreamError';
-  constructor(
-    message: string,
-    /** The JSON-RPC id of the request whose answer is lost. */
-    readonly requestId: string | number,
-    cause?: unknown,
-  ) {
-    super(message, cause === undefined ? undefined : { cause });
-  }
-}
-
 const DEFAULT_CLOSE_TIMEOUT_MS = 2000;
 /** Default wait before reopening a legacy GET stream the server ended; the server's `retry:` wins. */
 const GET_REOPEN_DELAY_MS = 1000;
 /** Consecutive GET streams that open and end without a message before we stop reopening. */
 const GET_REOPEN_LIMIT = 3;
+/** Default wait before resuming a response stream the server ended early; the server's `retry:` wins. */
+const RESUME_DELAY_MS = 1000;
+/** A server's `retry:` above this is clamped, so a resumption stays within the call's own timeout. */
+const RESUME_MAX_DELAY_MS = 30_000;
+/** Consecutive resumptions that bring no new event before the request is given up as lost. */
+const RESUME_ATTEMPTS = 3;
+/** How long one resumption GET waits for its response head (a host that drops packets never answers). */
+const RESUME_HEAD_TIMEOUT_MS = 10_000;
+/** Event ids remembered per request to skip replays; past it, replays are delivered again. */
+const SEEN_EVENT_IDS_LIMIT = 4096;
+
+/** One request's SSE stream across its resumptions. */
+interface RequestStream {
+  readonly requestId: string | number;
+  answered: boolean;
+  /** The id of the last event that had one: what a resumption sends as `Last-Event-ID`. */
+  lastEventId: string | undefined;
+  /** This stream's `retry:`, in ms. */
+  retryMs: number | undefined;
+  readonly seen: Set<string>;
+}
 
 export class StreamableHttpTransport implements UpstreamTransport {
   onmessage?: (message: JsonRpcMessage) => void;
@@ -102,6 +117,8 @@ export class StreamableHttpTransport implements UpstreamTransport {
   #getReopenTimer: NodeJS.Timeout | undefined;
   #getIdleStreams = 0;
   #retryMs: number | undefined;
+  /** The id of the GET stream's last event: a reopened stream resumes after it. */
+  #getLastEventId: string | undefined;
   /** tools/list requests in flight → whether the answer's tools are to be scanned. */
   readonly #toolListings = new Set<string | number>();
   /** Tool name → its `x-mcp-header` declarations (only tools that have some). */
@@ -278,26 +295,124 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   async #readResponseStream(answer: HttpAnswer, requestId: string | number, signal: AbortSignal): Promise<void> {
-    let answered = false;
+    const stream: RequestStream = { requestId, answered: false, lastEventId: undefined, retryMs: undefined, seen: new Set() };
+    let failure: unknown;
     try {
-      await readSse(answer.body, {
-        onEvent: (event) => {
-          for (const message of this.#eventMessages(event)) {
-            if (message.id === requestId && message.method === undefined) answered = true;
-            this.#deliver(message);
-          }
-        },
-        onRetry: (ms) => (this.#retryMs = ms),
-        pauseMs: this.#reads.takeWait,
-        signal,
-      });
-      if (!answered && !signal.aborted && !this.#closed) {
-        this.onerror?.(new UpstreamStreamError(`Streamable HTTP ${this.#display}: the response stream of request ${requestId} ended before its response`, requestId));
-      }
+      await readSse(answer.body, this.#streamHandlers(stream, signal));
     } catch (error) {
-      // An abort (the caller's signal, or close()) ends the stream on purpose.
-      if (signal.aborted || this.#closed) return;
-      this.onerror?.(new UpstreamStreamError(`Streamable HTTP ${this.#display}: the response stream of request ${requestId} broke: ${(error as Error).message}`, requestId, error));
+      failure = error;
+    }
+    // An abort (the caller's signal, or close()) ends the stream on purpose.
+    if (stream.answered || signal.aborted || this.#closed) return;
+    if (this.#resumable(stream)) failure = (await this.#resume(stream, signal)) ?? failure;
+    if (stream.answered || signal.aborted || this.#closed) return;
+    const how = failure === undefined ? 'ended before its response' : `broke: ${(failure as Error).message}`;
+    this.onerror?.(new UpstreamStreamError(`Streamable HTTP ${this.#display}: the response stream of request ${requestId} ${how}`, requestId, failure));
+  }
+
+  /** The SSE handlers of one request's stream (the POST answer, then each resumption GET). */
+  #streamHandlers(stream: RequestStream, signal: AbortSignal): SseHandlers {
+    return {
+      onEvent: (event) => {
+        // Once the response is in, the request's stream has nothing more for us.
+        if (stream.answered) return;
+        if (event.id !== undefined && event.id.length > 0) {
+          // A server replaying from Last-Event-ID may resend what we already delivered.
+          if (stream.seen.has(event.id)) return;
+          if (stream.seen.size < SEEN_EVENT_IDS_LIMIT) stream.seen.add(event.id);
+          stream.lastEventId = event.id;
+        }
+        for (const message of this.#eventMessages(event)) {
+          if (message.id === stream.requestId && message.method === undefined) stream.answered = true;
+          this.#deliver(message);
+        }
+      },
+      onRetry: (ms) => {
+        stream.retryMs = ms;
+        this.#retryMs = ms;
+      },
+      pauseMs: this.#reads.takeWait,
+      signal,
+    };
+  }
+
+  /**
+   * A stream that ended before its response can be resumed when the server gave its events ids
+   * (a server that did so announces it can replay after `Last-Event-ID`) and the era has
+   * resumption: the 2026-07-28 revision removed it, so a modern request's lost stream is lost.
+   */
+  #resumable(stream: RequestStream): boolean {
+    return stream.lastEventId !== undefined && this.#era !== 'modern' && this.#exchange !== undefined;
+  }
+
+  /**
+   * Reconnects with GET and `Last-Event-ID` after the server's `retry` delay (clamped), as often as
+   * each reconnect brings new events, and at most {@link RESUME_ATTEMPTS} times in a row without.
+   * Resolves when the response arrived (`stream.answered`), on abort, or with the last failure.
+   */
+  async #resume(stream: RequestStream, signal: AbortSignal): Promise<unknown> {
+    let failure: unknown;
+    let idle = 0;
+    while (idle < RESUME_ATTEMPTS) {
+      const wait = Math.min(stream.retryMs ?? this.#retryMs ?? RESUME_DELAY_MS, RESUME_MAX_DELAY_MS);
+      try {
+        // Unref'd: a resumption that is due never keeps the process alive by itself.
+        await delay(wait, undefined, { signal, ref: false });
+      } catch {
+        return undefined;
+      }
+      if (this.#closed) return undefined;
+      const before = stream.lastEventId;
+      const outcome = await this.#resumeOnce(stream, signal);
+      if (stream.answered || signal.aborted || this.#closed) return undefined;
+      if (outcome !== undefined) {
+        failure = outcome.error;
+        if (outcome.final) return failure;
+      }
+      idle = stream.lastEventId === before ? idle + 1 : 0;
+    }
+    return failure ?? new Error(`${RESUME_ATTEMPTS} reconnections in a row brought no new event`);
+  }
+
+  /** One resumption GET, read until it ends or carries the response. Undefined: it was read. */
+  async #resumeOnce(stream: RequestStream, signal: AbortSignal): Promise<{ error: unknown; final: boolean } | undefined> {
+    const controller = new AbortController();
+    const onAbort = (): void => controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const headTimer = setTimeout(() => controller.abort(new Error(`no answer to the reconnection within ${RESUME_HEAD_TIMEOUT_MS} ms`)), RESUME_HEAD_TIMEOUT_MS);
+    headTimer.unref();
+    const headers: Record<string, string> = { ...this.#headers, accept: 'text/event-stream', 'last-event-id': stream.lastEventId! };
+    if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
+    if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
+    try {
+      const answer = await this.#exchange!.request({ method: 'GET', url: this.#url, headers, signal: controller.signal });
+      clearTimeout(headTimer);
+      if (answer.status < 200 || answer.status >= 300) {
+        const error = await this.#httpError(answer, 'GET (resuming a response stream)');
+        if (answer.status === 404 && headers['mcp-session-id'] !== undefined) this.#sessionLost(error);
+        // A server error may pass (a restart behind a proxy); any other refusal is its answer.
+        return { error, final: answer.status < 500 };
+      }
+      if (mediaType(answer.header('content-type')) !== 'text/event-stream') {
+        answer.discard();
+        return { error: new Error('the reconnection is not text/event-stream'), final: true };
+      }
+      const handlers = this.#streamHandlers(stream, controller.signal);
+      await readSse(answer.body, {
+        ...handlers,
+        onEvent: (event) => {
+          handlers.onEvent(event);
+          // The server may keep the GET open after the response: we close it.
+          if (stream.answered) controller.abort(new Error('the response arrived'));
+        },
+      });
+      return undefined;
+    } catch (error) {
+      if (stream.answered) return undefined;
+      return { error, final: false };
+    } finally {
+      clearTimeout(headTimer);
+      signal.removeEventListener('abort', onAbort);
     }
   }
 
@@ -333,6 +448,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     const headers: Record<string, string> = { ...this.#headers, accept: 'text/event-stream' };
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
+    if (this.#getLastEventId !== undefined) headers['last-event-id'] = this.#getLastEventId;
     let delivered = false;
     try {
       const answer = await exchange.request({ method: 'GET', url: this.#url, headers, signal });
@@ -354,6 +470,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
       }
       await readSse(answer.body, {
         onEvent: (event) => {
+          if (event.id !== undefined && event.id.length > 0) this.#getLastEventId = event.id;
           for (const message of this.#eventMessages(event)) {
             delivered = true;
             this.#deliver(message);

@@ -52,6 +52,23 @@ export class UpstreamNetworkError extends Error {
   override name = 'UpstreamNetworkError';
 }
 
+/**
+ * A response stream ended or broke before it carried the response to its request, and could not
+ * be resumed (a modern server, events without ids, or reconnections that failed): the request is
+ * lost, its result unknown. A transport reports it through `onerror`; the client fails that request.
+ */
+export class UpstreamStreamError extends Error {
+  override name = 'UpstreamStreamError';
+  constructor(
+    message: string,
+    /** The JSON-RPC id of the request whose answer is lost. */
+    readonly requestId: string | number,
+    cause?: unknown,
+  ) {
+    super(message, cause === undefined ? undefined : { cause });
+  }
+}
+
 export interface UpstreamTransport {
   /** Open the connection (spawn the child, open the socket); resolves when messages can be sent. */
   start(): Promise<void>;

@@ -42,7 +42,7 @@
  * at once: a dual-era client reads that as "modern, pick from supported"; a legacy client should
  * have sent `initialize` first. A `ping` before any handshake is answered `{}`.
  */
-import type { Logger } from 'pino';
+import type { BridgeLogger } from './bridge.js';
 import { ErrorCode, JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { BridgeErrorCode, errorResponse, idKey, isMessage, isNotification, isRequest, isResponse, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
@@ -71,7 +71,7 @@ export interface FrontHost {
   submit(message: Record<string, unknown>): void;
   /** Writes a message to the client as is. */
   emit(message: unknown): void;
-  logger: Logger;
+  logger: BridgeLogger;
   clientVersion: string;
 }
 
@@ -100,7 +100,7 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined => (isMes
 
 export class ModernFront {
   readonly #host: FrontHost;
-  readonly #log: Logger;
+  readonly #log: BridgeLogger;
   #era: Era = 'unknown';
   #seq = 0;
   /** The legacy session the bridge opened for the modern client: its initialize result, once answered. */

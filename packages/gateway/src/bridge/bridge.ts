@@ -1,5 +1,7 @@
 /**
- * `mcpool bridge`: stdio ↔ the daemon's Streamable HTTP `/mcp`.
+ * The bridge: a stdio MCP client ↔ a Streamable HTTP MCP endpoint (the daemon's `/mcp`, or one
+ * of its per-server paths). `mcpool bridge` runs it on its own stdin and stdout; a host may run
+ * it on any pair of streams (an IDE extension, a test).
  *
  * A raw JSON-RPC relay, not an SDK Client + Server pair: each line the client writes is POSTed
  * as written, and every message the daemon sends (JSON or SSE answers, the GET stream) is written
@@ -33,10 +35,18 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Readable, Writable } from 'node:stream';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import type { Logger } from 'pino';
+import type { Logger } from '@mcpool/core';
 import { BridgeErrorCode, errorResponse, httpFailure, idKey, isMessage, isNotification, isRequest, isResponse, type BridgeFailure, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
 import { LineReader } from './lineReader.js';
 import { ModernFront, type Era } from './modern.js';
+
+/**
+ * The logger a bridge writes to: the pool's logger interface (pino satisfies it), and pino's
+ * `isLevelEnabled` when it has one, so per-message debug lines are not even built below debug.
+ */
+export interface BridgeLogger extends Logger {
+  isLevelEnabled?(level: string): boolean;
+}
 
 /** Where the bearer token comes from; `refresh` re-reads it after a 401 (a restarted daemon may have written a new one). */
 export interface TokenSource {
@@ -52,7 +62,8 @@ export interface BridgeOptions {
   input: Readable;
   /** What the client reads (stdout): JSON-RPC lines only. */
   output: Writable;
-  logger: Logger;
+  /** Where the bridge logs; never its output, which carries MCP only. */
+  logger: BridgeLogger;
   /** Delays between attempts to reach a daemon that refuses connections; then the request fails. @default [100, 200, 400, 800, 1600] */
   retryDelaysMs?: readonly number[];
   /** Backoff of the GET stream's reconnects (doubling from `initialMs`), unless the daemon sent `retry:`. @default { initialMs: 100, maxMs: 2000 } */
@@ -143,6 +154,7 @@ function errorCodes(error: unknown): string[] {
   return codes;
 }
 
+/** Whether `error` (or a cause inside it) failed to connect: nothing was sent, so a retry cannot repeat it. */
 export const isConnectError = (error: unknown): boolean => errorCodes(error).some((code) => CONNECT_ERRORS.has(code));
 
 const describe = (error: unknown): string => errorCodes(error)[0] ?? (error instanceof Error ? error.message : String(error));
@@ -160,12 +172,16 @@ const LIST_CHANGED = [
   ['resources', 'notifications/resources/list_changed'],
 ] as const;
 
+/**
+ * Relays one stdio MCP client to a Streamable HTTP endpoint until the client closes its input
+ * or {@link Bridge.close} is called: `new Bridge(options)` does nothing until {@link Bridge.run}.
+ */
 export class Bridge {
   readonly #url: string;
   readonly #token: TokenSource;
   readonly #input: Readable;
   readonly #output: Writable;
-  readonly #log: Logger;
+  readonly #log: BridgeLogger;
   readonly #retryDelays: readonly number[];
   readonly #streamBackoff: { initialMs: number; maxMs: number };
   readonly #reinitTimeoutMs: number;
@@ -230,6 +246,7 @@ export class Bridge {
     });
   }
 
+  /** What the bridge has done so far (a fresh snapshot each read). */
   get stats(): BridgeStats {
     return { sessionId: this.#sessionId, protocolVersion: this.#protocolVersion, reinits: this.#reinits, pending: this.#pending.size, era: this.#front.era };
   }
@@ -331,7 +348,7 @@ export class Bridge {
         const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
         if (typeof requestId === 'string' || typeof requestId === 'number') unit.cancels.push(requestId);
       }
-      if (this.#log.isLevelEnabled('debug')) this.#log.debug({ method: message.method, id: message.id }, 'client → daemon');
+      if (this.#log.isLevelEnabled?.('debug') !== false) this.#log.debug({ method: message.method, id: message.id }, 'client → daemon');
     }
     if (kind === 'initialize') this.#beginSession(single as JsonRpcMessage & { id: RequestId });
     if (kind === 'initialized' && this.#init) this.#init.initializedSent = true;
@@ -647,7 +664,7 @@ export class Bridge {
         this.#init.capabilities = isMessage(result.capabilities) ? (result.capabilities as Record<string, unknown>) : {};
       }
     }
-    if (this.#log.isLevelEnabled('debug')) this.#log.debug({ method: message.method, id: message.id }, 'daemon → client');
+    if (this.#log.isLevelEnabled?.('debug') !== false) this.#log.debug({ method: message.method, id: message.id }, 'daemon → client');
     this.#write(message, raw);
   }
 
