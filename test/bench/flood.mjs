@@ -9,10 +9,11 @@
  * Calm latency is sampled the same way and as long as the flood (the flood run makes at least as
  * many calls), so both p99s rest on the same count.
  *
- *   npm run build && node test/bench/flood.mjs [--seconds 60] [--rate 40000] [--size 0] [--cpu-prof] [--mem]
+ *   npm run build && node test/bench/flood.mjs [--seconds 60] [--rate 40000] [--size 0] [--cpu-prof] [--mem [--gc]]
  *
  * `--cpu-prof` writes the daemon's CPU profile (main thread and actor threads) to a directory it
- * names; `--mem` reports the daemon's main-thread memory (heap, external, array buffers) per phase.
+ * names; `--mem` reports the daemon's main-thread memory (heap, external, array buffers) per phase,
+ * and with `--gc` also what it holds after a full collection every 5 s (garbage vs retained).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,7 +54,7 @@ writeFileSync(
 );
 const env = { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') };
 const profDir = CPU_PROF ? mkdtempSync(join(tmpdir(), 'mcpool-flood-prof-')) : undefined;
-const nodeArgs = [...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(MEM ? ['--require', fileURLToPath(new URL('./lib/memSampler.cjs', import.meta.url))] : [])];
+const nodeArgs = [...(MEM && process.argv.includes('--gc') ? ['--expose-gc'] : []), ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(MEM ? ['--require', fileURLToPath(new URL('./lib/memSampler.cjs', import.meta.url))] : [])];
 const daemon = spawn(process.execPath, [...nodeArgs, BIN, 'serve', '--config', join(dir, 'config.json'), '--log-level', 'info'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 let out = '';
 daemon.stdout.on('data', (chunk) => (out += chunk));
@@ -71,6 +72,7 @@ const summarizeMem = (samples) => {
   const out = {};
   for (const s of samples) {
     const p = (out[s.phase] ??= { last: {}, peak: {} });
+    if (s.afterGc) p.lastAfterFullGc = { rss: s.rss, heapUsed: s.heapUsed, heapTotal: s.heapTotal };
     for (const k of ['rss', 'heapTotal', 'heapUsed', 'external', 'arrayBuffers']) {
       p.last[k] = s[k];
       p.peak[k] = Math.max(p.peak[k] ?? 0, s[k]);

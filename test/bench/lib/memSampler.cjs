@@ -4,9 +4,13 @@
 const { isMainThread } = require('node:worker_threads');
 if (isMainThread) {
   const mb = (n) => Math.round(n / 1048576);
+  let n = 0;
   const timer = setInterval(() => {
+    // With --expose-gc, every fifth sample follows a full collection: what is retained, not garbage.
+    const collected = typeof globalThis.gc === 'function' && ++n % 5 === 0;
+    if (collected) globalThis.gc();
     const m = process.memoryUsage();
-    process.stderr.write(`MEMSAMPLE ${JSON.stringify({ t: Date.now(), rss: mb(m.rss), heapTotal: mb(m.heapTotal), heapUsed: mb(m.heapUsed), external: mb(m.external), arrayBuffers: mb(m.arrayBuffers) })}\n`);
+    process.stderr.write(`MEMSAMPLE ${JSON.stringify({ t: Date.now(), rss: mb(m.rss), heapTotal: mb(m.heapTotal), heapUsed: mb(m.heapUsed), external: mb(m.external), arrayBuffers: mb(m.arrayBuffers), ...(collected ? { afterGc: true } : {}) })}\n`);
   }, 1000);
   timer.unref();
 }
