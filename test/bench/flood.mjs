@@ -72,6 +72,9 @@ const summarizeMem = (samples) => {
   const out = {};
   for (const s of samples) {
     const p = (out[s.phase] ??= { last: {}, peak: {} });
+    p.loopDelayMs ??= { worstP99: 0, max: 0 };
+    p.loopDelayMs.worstP99 = Math.max(p.loopDelayMs.worstP99, s.loopP99);
+    p.loopDelayMs.max = Math.max(p.loopDelayMs.max, s.loopMax);
     if (s.afterGc) p.lastAfterFullGc = { rss: s.rss, heapUsed: s.heapUsed, heapTotal: s.heapTotal };
     for (const k of ['rss', 'heapTotal', 'heapUsed', 'external', 'arrayBuffers']) {
       p.last[k] = s[k];
