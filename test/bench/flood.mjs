@@ -6,7 +6,14 @@
  * and why, and the latency of calls to another server through another session, during the flood
  * vs calm. A script, not a test: it reports, it asserts nothing.
  *
- *   npm run build && node test/bench/flood.mjs [--seconds 60] [--rate 40000] [--size 0]
+ * Calm latency is sampled the same way and as long as the flood (the flood run makes at least as
+ * many calls), so both p99s rest on the same count.
+ *
+ *   npm run build && node test/bench/flood.mjs [--seconds 60] [--rate 40000] [--size 0] [--cpu-prof] [--mem [--gc]]
+ *
+ * `--cpu-prof` writes the daemon's CPU profile (main thread and actor threads) to a directory it
+ * names; `--mem` reports the daemon's main-thread memory (heap, external, array buffers) per phase,
+ * and with `--gc` also what it holds after a full collection every 5 s (garbage vs retained).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +35,8 @@ const arg = (name, fallback) => {
 const SECONDS = arg('seconds', 60);
 const RATE = arg('rate', 40_000);
 const SIZE = arg('size', 0);
+const CPU_PROF = process.argv.includes('--cpu-prof');
+const MEM = process.argv.includes('--mem');
 const BIN = fileURLToPath(new URL('../../apps/daemon/bin/mcpool.js', import.meta.url));
 const fixture = (name) => fileURLToPath(new URL(`../fixtures/servers/${name}`, import.meta.url));
 const log = (...a) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
@@ -44,11 +53,36 @@ writeFileSync(
   }),
 );
 const env = { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') };
-const daemon = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'config.json'), '--log-level', 'info'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+const profDir = CPU_PROF ? mkdtempSync(join(tmpdir(), 'mcpool-flood-prof-')) : undefined;
+const nodeArgs = [...(MEM && process.argv.includes('--gc') ? ['--expose-gc'] : []), ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(MEM ? ['--require', fileURLToPath(new URL('./lib/memSampler.cjs', import.meta.url))] : [])];
+const daemon = spawn(process.execPath, [...nodeArgs, BIN, 'serve', '--config', join(dir, 'config.json'), '--log-level', 'info'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 let out = '';
 daemon.stdout.on('data', (chunk) => (out += chunk));
-daemon.stderr.resume();
+const mem = [];
+let errTail = '';
+daemon.stderr.on('data', (chunk) => {
+  const lines = (errTail + chunk).split('\n');
+  errTail = lines.pop();
+  for (const line of lines) if (line.startsWith('MEMSAMPLE ')) mem.push({ ...JSON.parse(line.slice(10)), phase });
+});
+let phase = 'start';
 const rssMB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${daemon.pid}/status`, 'utf8'))[1]) / 1024;
+/** Per phase: the last sample and the peak of each field. */
+const summarizeMem = (samples) => {
+  const out = {};
+  for (const s of samples) {
+    const p = (out[s.phase] ??= { last: {}, peak: {} });
+    p.loopDelayMs ??= { worstP99: 0, max: 0 };
+    p.loopDelayMs.worstP99 = Math.max(p.loopDelayMs.worstP99, s.loopP99);
+    p.loopDelayMs.max = Math.max(p.loopDelayMs.max, s.loopMax);
+    if (s.afterGc) p.lastAfterFullGc = { rss: s.rss, heapUsed: s.heapUsed, heapTotal: s.heapTotal };
+    for (const k of ['rss', 'heapTotal', 'heapUsed', 'external', 'arrayBuffers']) {
+      p.last[k] = s[k];
+      p.peak[k] = Math.max(p.peak[k] ?? 0, s[k]);
+    }
+  }
+  return out;
+};
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
@@ -108,7 +142,12 @@ try {
     return performance.now() - started;
   };
   const calm = [];
-  for (let i = 0; i < 50; i++) calm.push(await ping());
+  phase = 'calm';
+  const calmStarted = performance.now();
+  while (performance.now() - calmStarted < SECONDS * 1000) {
+    calm.push(await ping());
+    await delay(50);
+  }
   log(`calm: echo p50 ${pct(calm, 50).toFixed(1)} ms, p99 ${pct(calm, 99).toFixed(1)} ms`);
 
   // The flooding server's own session: a second client whose GET stream is read.
@@ -120,9 +159,10 @@ try {
   const before = rssMB();
   let peak = before;
   const flood = [];
+  phase = 'flood';
   const started = performance.now();
   let nextReport = 5;
-  while (performance.now() - started < SECONDS * 1000) {
+  while (performance.now() - started < SECONDS * 1000 || (flood.length < calm.length && performance.now() - started < 2 * SECONDS * 1000)) {
     flood.push(await ping());
     peak = Math.max(peak, rssMB());
     const elapsed = (performance.now() - started) / 1000;
@@ -133,6 +173,7 @@ try {
     await delay(50);
   }
   loop.disable();
+  phase = 'after';
   const sent = (await starter.callTool({ name: 'flood__stop', arguments: {} })).content[0].text;
   const after = rssMB();
   const cut = out.split('\n').find((l) => l.includes('closing a /mcp session whose client did not read'));
@@ -153,6 +194,8 @@ try {
     cutReasonLogged: cut === undefined ? null : JSON.parse(cut).msg,
     dropWarnings: dropped,
     echoFailures: failures,
+    ...(MEM ? { daemonMainThreadMB: summarizeMem(mem) } : {}),
+    ...(CPU_PROF ? { cpuProfilesIn: profDir } : {}),
     sessionsCut: out.split('\n').filter((l) => l.includes('closing a /mcp session')).map((l) => JSON.parse(l).sessionId === sessionId ? 'the stalled one' : 'another (reading) one'),
   };
   console.log(JSON.stringify(result, null, 2));

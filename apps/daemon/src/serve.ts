@@ -19,6 +19,7 @@ import { Daemon } from './daemon.js';
 import { buildApp } from './http/app.js';
 import { killDescendantsSync } from './forceKill.js';
 import { firstScreen, firstScreenLine, type FirstScreenInfo } from './firstScreen.js';
+import { startHeapWatch } from './heapWatch.js';
 import { createLogger, LogFileBound } from './logger.js';
 import { SecretRedactor } from './secrets.js';
 import { startTelemetry, type Telemetry, type TelemetryExporters } from './telemetry/telemetry.js';
@@ -239,12 +240,14 @@ export async function runServe(options: StartOptions = {}): Promise<number> {
     throw error;
   }
   const { daemon, logger } = running;
+  const heapWatch = startHeapWatch((info) => logger.debug(info, 'main-thread heap above its bound: collected'));
   return new Promise<number>((resolveExit) => {
     let first: string | undefined;
     let deadline: NodeJS.Timeout | undefined;
     // Listeners and timer go away with the answer: nothing of this daemon acts after it.
     const resolve = (code: number): void => {
       clearTimeout(deadline);
+      heapWatch.stop();
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
       process.off('SIGHUP', onHangup);

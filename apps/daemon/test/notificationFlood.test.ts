@@ -115,4 +115,78 @@ describe('notification flood through /mcp', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 150_000);
+
+  it('a client that reads again after a stall gets one marker from mcpool saying how many notifications it missed', async () => {
+    const mark = marker('notify-marker');
+    const dir = mkdtempSync(join(tmpdir(), 'mcpool-notify-marker-'));
+    const configPath = join(dir, 'mcpool.json');
+    writeFileSync(configPath, JSON.stringify({ mcpServers: { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }) }, daemon: { port: 0, watchConfig: false } }));
+    const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
+      env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    daemon.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    daemon.stderr.resume();
+    const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+    let stalled: ClientRequest | undefined;
+    try {
+      const url = await vi.waitFor(
+        () => {
+          const found = /listening on (http:\/\/[^"\s]+)/.exec(out);
+          if (!found) throw new Error('not listening yet');
+          return found[1]!;
+        },
+        { timeout: 60_000, interval: 50 },
+      );
+      const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+      const auth = { authorization: `Bearer ${token}` };
+      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
+
+      const sessionId = await openRawSession(url, '/mcp', token);
+      const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+      let stream = '';
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
+        stalled = httpRequest(`${url}/mcp`, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } }, (incoming: IncomingMessage) => {
+          incoming.pause();
+          resolve(incoming);
+        });
+        stalled.once('error', reject);
+        stalled.end();
+      });
+      res.on('data', (chunk: Buffer) => (stream += chunk.toString('utf8')));
+      res.pause();
+      const { client } = await connectClient(`${url}/mcp`, token);
+      // Large logs: the socket fills within a second, and the byte bound drops long before the count bound.
+      expect(textOf(await client.callTool({ name: 'flood__start', arguments: { perSecond: 2000, size: 20_000 } }))).toBe('flooding');
+      // Stalled for less than the cut (10 s), then the client reads again and the flood ends.
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      await client.callTool({ name: 'flood__stop', arguments: {} });
+      res.resume();
+      const marker = await vi.waitFor(
+        () => {
+          const event = stream.split('\n').filter((l) => l.startsWith('data: ') && l.includes('"logger":"mcpool"')).map((l) => JSON.parse(l.slice(6)) as { method?: string; params?: { logger?: string; level?: string; data?: string } }).find((m) => m.params?.logger === 'mcpool');
+          if (event === undefined) throw new Error('no marker yet');
+          return event;
+        },
+        { timeout: 20_000, interval: 100 },
+      );
+      expect(marker).toMatchObject({ method: 'notifications/message', params: { level: 'warning', logger: 'mcpool' } });
+      const dropped = Number(/dropped (\d+) notifications/.exec(marker.params!.data!)?.[1]);
+      expect(dropped).toBeGreaterThan(0);
+      // The same count is in the daemon's log line for the burst.
+      const line = out.split('\n').find((l) => l.includes('a /mcp client read slower than its notifications came'))!;
+      expect(JSON.parse(line)).toMatchObject({ sessionId, dropped });
+      // Not cut: the session answers.
+      const after = await raw(url, { path: '/mcp', headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH }, body: { jsonrpc: '2.0', id: 9, method: 'tools/list' } });
+      expect(after.status).toBe(200);
+      await client.close();
+    } finally {
+      stalled?.destroy();
+      daemon.kill('SIGTERM');
+      await exited;
+      killMarked(mark);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
 });

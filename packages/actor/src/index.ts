@@ -16,3 +16,5 @@ export type { ListKind, Lists } from './serverConnection.js';
 
 export { WebSocketConnectError, WebSocketTransport } from './transports/websocketTransport.js';
 export type { WebSocketTransportOptions } from './transports/websocketTransport.js';
+export { UNASKED_LOGS_PER_SECOND, VIEW_NOTIFICATIONS_PER_SECOND } from './outbox.js';
+export { SOURCE_MESSAGES_PER_SECOND } from './sourceThrottle.js';

@@ -9,6 +9,12 @@
  * (latest wins, in the first one's place); one without a key waits in a queue of at most
  * {@link VIEW_QUEUE_BOUND}, the oldest dropped past it. When the backlog has drained, one warning
  * reports how many were dropped and coalesced during that burst.
+ *
+ * Logs no caller asked for (a `notifications/message` outside any call) take a slower lane first:
+ * a bucket of {@link UNASKED_LOGS_PER_SECOND}; past it they are dropped at once and counted, never
+ * queued, so a server that logs in a loop costs a view a hundred messages a second and no memory,
+ * and the queue stays free for what calls produce. A second without such a drop ends the episode:
+ * one warning gives the count.
  */
 
 /** A view gets this many server messages a second, sustained: far beyond what a person reads. */
@@ -17,6 +23,10 @@ export const VIEW_NOTIFICATIONS_PER_SECOND = 1000;
 export const VIEW_NOTIFICATION_BURST = 1000;
 /** Messages without a key waiting for the view at most; the oldest is dropped past it. */
 export const VIEW_QUEUE_BOUND = 500;
+/** Logs outside any call a view gets a second, sustained (and at once after a calm spell); the rest are dropped. */
+export const UNASKED_LOGS_PER_SECOND = 100;
+/** The unasked-log drops of one episode are reported after this long without one. */
+const UNASKED_QUIET_MS = 1000;
 /** How often a backlog is sent on (at the bucket's rate). */
 const DRAIN_TICK_MS = 50;
 
@@ -33,6 +43,11 @@ export class ViewOutbox {
   #dropped = 0;
   #coalesced = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
+  #unaskedTokens = UNASKED_LOGS_PER_SECOND;
+  #unaskedRefilledAt = performance.now();
+  #unaskedDropped = 0;
+  #unaskedDroppedAt = 0;
+  #unaskedTimer: ReturnType<typeof setInterval> | undefined;
   readonly #onBurstEnd: (report: BurstReport) => void;
 
   constructor(onBurstEnd: (report: BurstReport) => void) {
@@ -71,6 +86,22 @@ export class ViewOutbox {
     this.#timer.unref?.();
   }
 
+  /** A log no caller asked for: through the slow lane into {@link push}, or dropped and counted. */
+  pushUnasked(deliver: () => void): void {
+    const now = performance.now();
+    this.#unaskedTokens = Math.min(UNASKED_LOGS_PER_SECOND, this.#unaskedTokens + ((now - this.#unaskedRefilledAt) * UNASKED_LOGS_PER_SECOND) / 1000);
+    this.#unaskedRefilledAt = now;
+    if (this.#unaskedTokens >= 1) {
+      this.#unaskedTokens -= 1;
+      this.push(undefined, deliver);
+      return;
+    }
+    this.#unaskedDropped += 1;
+    this.#unaskedDroppedAt = now;
+    this.#unaskedTimer ??= setInterval(() => this.#checkUnaskedQuiet(), UNASKED_QUIET_MS);
+    this.#unaskedTimer.unref?.();
+  }
+
   /**
    * Sends everything waiting now, whatever the rate: before a call's result goes out, so what the
    * call produced (its last progress above all) reaches the view first. Bounded by the queue.
@@ -84,8 +115,19 @@ export class ViewOutbox {
   dispose(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    if (this.#unaskedTimer !== undefined) clearInterval(this.#unaskedTimer);
+    this.#unaskedTimer = undefined;
     this.#keyed.clear();
     this.#queue.length = 0;
+  }
+
+  #checkUnaskedQuiet(): void {
+    if (performance.now() - this.#unaskedDroppedAt < UNASKED_QUIET_MS) return;
+    clearInterval(this.#unaskedTimer);
+    this.#unaskedTimer = undefined;
+    const dropped = this.#unaskedDropped;
+    this.#unaskedDropped = 0;
+    this.#onBurstEnd({ dropped, coalesced: 0 });
   }
 
   #refill(): void {

@@ -13,10 +13,10 @@
  * for {@link EPISODE_QUIET_MS}.
  */
 
-/** Server-initiated messages read per second, sustained: five times what one view is given. */
-export const SOURCE_MESSAGES_PER_SECOND = 5000;
+/** Server-initiated messages read per second, sustained: twice what one view is given. */
+export const SOURCE_MESSAGES_PER_SECOND = 2000;
 /** ... and this many at once after a calm spell: a burst of startup logs is read in one go. */
-export const SOURCE_MESSAGE_BURST = 5000;
+export const SOURCE_MESSAGE_BURST = 2000;
 /** How long reading waits while the views' queues are full: one view drain tick. */
 export const BACKED_UP_WAIT_MS = 50;
 /** An episode ends after this long without a wait. */

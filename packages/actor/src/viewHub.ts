@@ -125,12 +125,19 @@ export class ViewHub {
   /** A notification the server sent: to the newest listening call of the one busy view, else to every view. */
   notification(notification: UpstreamNotification): void {
     const owner = this.attribute();
+    // A log outside any call takes the outbox's slow lane: nobody waits for it.
+    const unasked = notification.method === 'notifications/message';
     if (owner.view === undefined) {
-      for (const state of this.#views.values()) state.outbox.push(undefined, () => state.channel.emit('notification', notification));
+      for (const state of this.#views.values()) {
+        const deliver = (): void => void state.channel.emit('notification', notification);
+        if (unasked) state.outbox.pushUnasked(deliver);
+        else state.outbox.push(undefined, deliver);
+      }
       return;
     }
     const { view, call } = owner;
     if (call !== undefined) view.outbox.push(undefined, () => call.progress({ kind: 'notification', notification } satisfies CallEvent));
+    else if (unasked) view.outbox.pushUnasked(() => view.channel.emit('notification', notification));
     else view.outbox.push(undefined, () => view.channel.emit('notification', notification));
   }
 

@@ -39,7 +39,7 @@ import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNoti
 import { RpcCode, RpcError, acquireFailure, acquireView, endpointCapabilities, qualify, splitQualified, templateMatches, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from '@mcpool/gateway';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
-import { SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
+import { droppedMarker, SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -163,7 +163,10 @@ export class GatewaySession {
         this.#logger.warn({ sessionId: this.id, client: this.principalId, stalledMs }, `closing a /mcp session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
         void this.close('its client stopped reading');
       },
-      onBurstEnd: (report) => this.#logger.warn({ sessionId: this.id, client: this.principalId, ...report }, 'a /mcp client read slower than its notifications came: dropped and coalesced some'),
+      onBurstEnd: (report) => {
+        this.#logger.warn({ sessionId: this.id, client: this.principalId, ...report }, 'a /mcp client read slower than its notifications came: dropped and coalesced some');
+        if (report.dropped > 0) this.#forward(droppedMarker(report.dropped), undefined);
+      },
     });
     for (const name of [...init.servers].sort()) {
       this.#slots.set(name, { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, inflight: [], detach: [] });
@@ -412,7 +415,7 @@ export class GatewaySession {
   #send(notification: UpstreamNotification, key?: string): void {
     const server = this.#server;
     if (this.closed || server === undefined) return;
-    this.#outbox.push(key, () => void server.notification(notification as ServerNotification).catch(() => undefined));
+    this.#outbox.push(key, () => void server.notification(notification as ServerNotification).catch(() => undefined), notification);
   }
 
   /** An upstream notification: on the call's stream when it belongs to one, else on the GET stream. */
@@ -420,7 +423,7 @@ export class GatewaySession {
     if (HANDLED_ELSEWHERE.has(notification.method)) return;
     if (notification.method === 'notifications/message' && !passes(notification.params?.level, this.#logLevel)) return;
     if (extra === undefined) this.#send(notification);
-    else this.#outbox.push(undefined, () => void extra.sendNotification(notification as ServerNotification).catch(() => undefined));
+    else this.#outbox.push(undefined, () => void extra.sendNotification(notification as ServerNotification).catch(() => undefined), notification);
   }
 
   /** Whether this session's client declared any capability a modern server's input request can need. */

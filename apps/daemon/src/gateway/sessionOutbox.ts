@@ -7,7 +7,9 @@
  * notification is written at once. While one cannot, notifications wait here: one with a key
  * (progress per token, list_changed per list, updates per resource) replaces the waiting one with
  * the same key (latest wins); the others wait in a queue of at most {@link SESSION_QUEUE_BOUND},
- * the oldest dropped past it, and one warning per burst reports the drops when the queue empties.
+ * and of at most {@link SESSION_QUEUE_BYTES} of JSON, the oldest dropped past either; when the queue
+ * empties after drops, one warning per burst reports them and the client gets one
+ * {@link droppedMarker} (a `notifications/message` from logger `mcpool`) saying how many it missed.
  * A session whose responses see no `drain` for {@link SESSION_STALL_MS} while one is full and
  * notifications wait ends (`onStall`); a client that reads, however slowly, is never cut.
  */
@@ -15,6 +17,8 @@ import type { ServerResponse } from 'node:http';
 
 /** Notifications without a key a session may have waiting; the oldest is dropped past it. */
 export const SESSION_QUEUE_BOUND = 1000;
+/** ... and bytes of their JSON: a server's large logs cost a stalled session at most this much. */
+export const SESSION_QUEUE_BYTES = 1024 * 1024;
 /** A client that has not read for this long while the daemon had more for it is disconnected. */
 export const SESSION_STALL_MS = 10_000;
 
@@ -23,10 +27,21 @@ export interface SessionOutboxDeps {
   onBurstEnd(report: { dropped: number; coalesced: number }): void;
 }
 
+/** What a client is told when notifications meant for it were dropped. */
+export function droppedMarker(dropped: number): { method: 'notifications/message'; params: { level: 'warning'; logger: 'mcpool'; data: string } } {
+  return { method: 'notifications/message', params: { level: 'warning', logger: 'mcpool', data: `mcpool dropped ${dropped} notifications this client did not read in time` } };
+}
+
+interface Waiting {
+  send: () => void;
+  bytes: number;
+}
+
 export class SessionOutbox {
   readonly #responses = new Set<ServerResponse>();
   readonly #keyed = new Map<string, () => void>();
-  readonly #queue: (() => void)[] = [];
+  readonly #queue: Waiting[] = [];
+  #queuedBytes = 0;
   #dropped = 0;
   #coalesced = 0;
   #stallTimer: ReturnType<typeof setTimeout> | undefined;
@@ -57,7 +72,8 @@ export class SessionOutbox {
     return this.#keyed.size + this.#queue.length;
   }
 
-  push(key: string | undefined, send: () => void): void {
+  /** `message` is what `send` writes: its JSON size counts against the byte bound while it waits. */
+  push(key: string | undefined, send: () => void, message?: unknown): void {
     if (this.#closed) return;
     if (this.backlog === 0 && !this.#blocked()) {
       send();
@@ -67,9 +83,12 @@ export class SessionOutbox {
       if (this.#keyed.has(key)) this.#coalesced += 1;
       this.#keyed.set(key, send);
     } else {
-      this.#queue.push(send);
-      if (this.#queue.length > SESSION_QUEUE_BOUND) {
-        this.#queue.shift();
+      const bytes = message === undefined ? 0 : (JSON.stringify(message)?.length ?? 0);
+      this.#queue.push({ send, bytes });
+      this.#queuedBytes += bytes;
+      // The newest always stays: one message larger than the bound is still delivered alone.
+      while (this.#queue.length > 1 && (this.#queue.length > SESSION_QUEUE_BOUND || this.#queuedBytes > SESSION_QUEUE_BYTES)) {
+        this.#queuedBytes -= this.#queue.shift()!.bytes;
         this.#dropped += 1;
       }
     }
@@ -80,6 +99,7 @@ export class SessionOutbox {
     this.#closed = true;
     this.#keyed.clear();
     this.#queue.length = 0;
+    this.#queuedBytes = 0;
     this.#disarm();
   }
 
@@ -96,7 +116,9 @@ export class SessionOutbox {
         this.#keyed.delete(first.value[0]);
         first.value[1]();
       } else {
-        this.#queue.shift()!();
+        const next = this.#queue.shift()!;
+        this.#queuedBytes -= next.bytes;
+        next.send();
       }
     }
     if (this.backlog > 0) {
