@@ -14,3 +14,5 @@ export type { EndpointCapabilities } from './capabilities.js';
 export { NAME_SEPARATOR, qualify, splitQualified, templateMatches } from './naming.js';
 export { RpcCode, RpcError, rpcErrorBody, toRpcError, unknownNameError, upstreamMessage } from './rpcErrors.js';
 export type { RequestedName } from './rpcErrors.js';
+export { LEGACY_PROTOCOL_VERSIONS, LegacyWire } from './legacyWire.js';
+export type { LegacyEndpoint, LegacyRequestContext, LegacyWireOptions } from './legacyWire.js';
