@@ -115,7 +115,8 @@ class Answer {
     if (this.#res.destroyed) return this.#stop();
     if (!this.#sse && this.#open === 0 && message !== undefined) {
       const body = JSON.stringify(this.#wire.encode(message));
-      this.#res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': this.#wire.sessionId });
+      // A known length: no chunked framing for a body written at once.
+      this.#res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'mcp-session-id': this.#wire.sessionId });
       this.#res.end(body);
       return;
     }
@@ -427,8 +428,9 @@ function errorBody(code: number, message: string): Params {
 }
 
 function refuse(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(errorBody(code, message)));
+  const body = JSON.stringify(errorBody(code, message));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
 }
 
 function sseHeaders(sessionId: string): Record<string, string> {
