@@ -276,7 +276,7 @@ export class Gateway {
         return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
       }
       try {
-        await session.start(() => {
+        session.start(() => {
           this.#sessions.set(session.id, session);
           this.#logger.debug({ sessionId: session.id, client: principal.id, scope: scope ?? '*', servers: session.servers.map((s) => (s.ok ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
         });

@@ -243,7 +243,7 @@ export class GatewaySession {
    * Builds the wire (capabilities from the views acquired). `onInitialized` runs when the wire
    * accepts `initialize`, before its answer leaves.
    */
-  async start(onInitialized: () => void): Promise<void> {
+  start(onInitialized: () => void): void {
     const views = this.#views();
     const first = this.scope === undefined ? undefined : this.#slots.get(this.scope)?.view;
     const instructions =
@@ -271,7 +271,6 @@ export class GatewaySession {
         void this.close('transport closed');
       },
     });
-    await Promise.resolve();
   }
 
   /** Closes the wire (its streams end) and releases the pool session. Idempotent. */
