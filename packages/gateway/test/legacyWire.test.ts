@@ -174,6 +174,27 @@ describe('the legacy wire', () => {
     expect(await second.json()).toMatchObject({ error: { message: 'Conflict: Only one SSE stream is allowed per session' } });
   });
 
+  it('answers a batch on one SSE stream, every request answered, the stream ended after the last', async () => {
+    const host = await startHost();
+    const { transport } = await connect(host);
+    const batch = [
+      { jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'echo', arguments: { text: 'one' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'echo', arguments: { text: 'two' } } },
+      { jsonrpc: '2.0', id: 'c', method: 'no/such' },
+    ];
+    const response = await post(host, JSON.stringify(batch), { 'mcp-session-id': transport.sessionId! });
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    // The body ends only once every request of the batch was answered.
+    const answers = (await response.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)) as Params);
+    expect(answers.map((answer) => answer.id).sort()).toEqual(['a', 'b', 'c']);
+    expect(answers.find((answer) => answer.id === 'b')).toMatchObject({ result: { content: [{ text: 'two' }] } });
+    expect(answers.find((answer) => answer.id === 'c')).toMatchObject({ error: { code: -32601 } });
+  });
+
   it('ends the session on DELETE: its id is unknown afterwards', async () => {
     const host = await startHost();
     const { transport } = await connect(host);
