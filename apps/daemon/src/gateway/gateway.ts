@@ -2,9 +2,9 @@
  * The `/mcp` gateway: Streamable HTTP for any MCP client, over the daemon's pool.
  * - `/mcp`: every configured server the principal may use, tools and prompts as
  *   `<server>__<name>`, resources by URI; `/mcp/<server>`: that one server, unprefixed.
- * - One SDK `Server` + transport per downstream session ({@link GatewaySession}); each is one
- *   pool session, acquired at initialize and released on DELETE, on transport close, or by the
- *   idle reaper (`daemon.mcpSessionTtlMs`).
+ * - One legacy wire (Streamable HTTP written on `node:http`, no SDK `Server`) per downstream
+ *   session ({@link GatewaySession}); each is one pool session, acquired at initialize and
+ *   released on DELETE, on close, or by the idle reaper (`daemon.mcpSessionTtlMs`).
  * - Sessions are keyed by `Mcp-Session-Id` and bound to the principal that opened them and to the
  *   endpoint: another token, or another endpoint, gets 404 exactly like an unknown id. The MCP
  *   spec (2025-11-25) says an unknown session id gets 404 and a session is never authentication.
@@ -77,7 +77,7 @@ export function gatewayRefusalBody(code: ErrorCode, message: string): { jsonrpc:
   return { jsonrpc: '2.0', id: null, error: { code: jsonRpcCodeOf(code), message, data: { code } } };
 }
 
-/** Methods the endpoint refuses with 405 (GET, POST and DELETE are the transport's). */
+/** Methods the endpoint refuses with 405 (GET, POST and DELETE are the wire's). */
 const OTHER_METHODS = ['PUT', 'PATCH', 'HEAD', 'OPTIONS'] as const;
 
 export class Gateway {
@@ -255,7 +255,7 @@ export class Gateway {
       if (verdict.era === 'modern') return this.#modernPost(request, reply, scope);
       return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: no Mcp-Session-Id header (only an initialize request may come without one)'));
     }
-    // The transport would refuse these too, but only after the servers were acquired.
+    // The wire would refuse these too, but only after the servers were acquired.
     const accept = request.headers.accept ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
       return reply.code(406).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Not Acceptable: Client must accept both application/json and text/event-stream'));
@@ -304,7 +304,7 @@ export class Gateway {
         return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
       }
       try {
-        await session.start(() => {
+        session.start(() => {
           this.#sessions.set(session.id, session);
           this.#logger.debug({ sessionId: session.id, client: principal.id, scope: scope ?? '*', servers: session.servers.map((s) => (s.ok ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
         });
@@ -320,7 +320,7 @@ export class Gateway {
       else this.#opening.set(principal.id, left);
     }
     await this.#handOver(session, request, reply);
-    // Refused by the transport (a bad header): nothing was opened.
+    // Refused by the wire (a bad header): nothing was opened.
     if (!this.#sessions.has(session.id)) await session.close('initialize refused');
     return reply;
   }
@@ -456,7 +456,7 @@ export class Gateway {
     return reply;
   }
 
-  /** The SDK transport writes the answer itself (SSE or JSON); headers fastify set so far (CORS) go along. */
+  /** The session's wire writes the answer itself (SSE or JSON); headers fastify set so far (CORS) go along. */
   async #handOver(session: GatewaySession, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     session.active += 1;
     session.lastSeen = Date.now();
@@ -470,7 +470,7 @@ export class Gateway {
       session.lastSeen = Date.now();
     });
     try {
-      await session.transport.handleRequest(request.raw, raw, request.body);
+      await session.handle(request.raw, raw, request.body);
       if (request.method === 'GET' && raw.statusCode === 200 && !raw.writableEnded) session.streamOpened();
     } catch (error) {
       this.#logger.error({ sessionId: session.id, err: error }, 'gateway request failed');

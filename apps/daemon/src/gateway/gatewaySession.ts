@@ -1,23 +1,22 @@
 /**
- * One downstream `/mcp` session: its own SDK `Server` and `StreamableHTTPServerTransport` (never
- * shared: CVE-2026-25536), and one pool session holding a view of each server it uses.
+ * One downstream `/mcp` session: its own {@link LegacyWire} (the Streamable HTTP server side, never
+ * shared between sessions: CVE-2026-25536), and one pool session holding a view of each server it uses.
  *
  * What it does with them:
  * - lists: the views' snapshots, filtered by the principal's access, prefixed `<server>__` on the
  *   aggregating endpoint; the pool's own `trust` field is not passed on;
  * - calls: through the view (which enforces the server config's filter too), results as received
- *   (no SDK re-validation: `tools/call` is registered below the `Server`'s result check);
- * - progress and logging of a call go out with the handler's `sendNotification`, so they ride the
- *   call's own SSE stream; cancellation both ways (`extra.signal` → the pool; an upstream cancel
- *   of its sampling/elicitation request → the downstream request's `signal`);
- * - server→client requests from an upstream go out with the in-flight call's `sendRequest`;
+ *   (nothing re-validates or strips them on the way);
+ * - progress and logging of a call go out with the request context's `notify`, so they ride the
+ *   call's own stream (its answer turns to SSE); cancellation both ways (`context.signal` → the
+ *   pool; an upstream cancel of its sampling/elicitation request → a cancel to the client);
+ * - server→client requests from an upstream go out with the in-flight call's `request`;
  * - list_changed, resources/updated (subscribers only) and logs no call can be blamed for go
  *   out on the session's GET stream;
  * - `logging/setLevel` is this session's filter; upstream gets the most verbose level asked for.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import { jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import {
   ErrorCode,
@@ -31,18 +30,30 @@ import {
   type UpstreamNotification,
   type ViewClientInfo,
 } from '@mcpool/core';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { Protocol, type RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { McpError, type JSONRPCMessage, type ServerCapabilities, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import { RpcCode, RpcError, acquireFailure, acquireView, endpointCapabilities, qualify, splitQualified, templateMatches, toRpcError, unknownNameError, upstreamMessage, type RequestedName } from '@mcpool/gateway';
+import {
+  LegacyWire,
+  RpcCode,
+  RpcError,
+  acquireFailure,
+  acquireView,
+  endpointCapabilities,
+  qualify,
+  splitQualified,
+  templateMatches,
+  toRpcError,
+  unknownNameError,
+  upstreamMessage,
+  type EndpointCapabilities,
+  type LegacyEndpoint,
+  type LegacyRequestContext,
+  type RequestedName,
+} from '@mcpool/gateway';
 import type { ServerFailure, ServerOperation, ServerTelemetry } from '../telemetry/serverTelemetry.js';
 import type { GatewayAccess } from './access.js';
 import { droppedMarker, SESSION_STALL_MS, SessionOutbox } from './sessionOutbox.js';
 import { isLogLevel, passes, type LogLevel, type UpstreamLogLevels } from './logLevels.js';
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+type Extra = LegacyRequestContext;
 type Params = Record<string, unknown>;
 
 /** A server that failed to start for this session is tried again on use, at most this often. */
@@ -60,24 +71,6 @@ const HANDLED_ELSEWHERE = new Set([
   'notifications/resources/updated',
 ]);
 
-/** A request schema that keeps every field as sent (the SDK's own schemas strip unknown ones). */
-/** One request schema per method for the whole process: a zod schema costs kilobytes, and every session registers the same ones. */
-const LOOSE_REQUESTS = new Map<string, z.ZodObject<{ method: z.ZodLiteral<string>; params: z.ZodOptional<z.ZodObject<Record<string, never>, z.core.$loose>> }>>();
-const loose = (method: string) => {
-  let schema = LOOSE_REQUESTS.get(method);
-  if (schema === undefined) LOOSE_REQUESTS.set(method, (schema = z.object({ method: z.literal(method), params: z.looseObject({}).optional() })));
-  return schema;
-};
-const LOOSE_RESULT = z.looseObject({});
-
-/**
- * The SDK `Server` builds an Ajv instance (with its formats) per server unless given one, some
- * tens of kilobytes for each held session; one per process serves them all (a validator keeps no
- * per-session state, and this relay only validates through it what the SDK itself asks).
- */
-let validator: AjvJsonSchemaValidator | undefined;
-const sharedValidator = (): AjvJsonSchemaValidator => (validator ??= new AjvJsonSchemaValidator());
-
 export interface GatewaySessionDeps {
   pool: McpTransportPool;
   /** The current config of a server (it may change on reload). */
@@ -90,9 +83,9 @@ export interface GatewaySessionDeps {
   version: string;
   /**
    * Applied to every message this session sends downstream (results, notifications, requests):
-   * the SDK transport writes the HTTP response itself, so no response hook of the app sees it.
+   * the wire writes the HTTP response itself, so no response hook of the app sees it.
    */
-  redact(message: JSONRPCMessage): JSONRPCMessage;
+  redact(message: Params): Params;
   /** The session is closing: forget it. */
   onClosed(session: GatewaySession): void;
   /** A `tools/call` ended: on which server, whether it succeeded (an answer, even `isError`), how long it took. */
@@ -135,9 +128,8 @@ export class GatewaySession {
   lastSeen = Date.now();
   /** HTTP requests under way, GET streams included: a session with any is never reaped. */
   active = 0;
-  #server: Server | undefined;
-  #caps: ServerCapabilities = {};
-  #transport: StreamableHTTPServerTransport | undefined;
+  #http: LegacyWire | undefined;
+  #caps: EndpointCapabilities = {};
   #logLevel: LogLevel | undefined;
   /** A server joined after the session started (its `list_changed` may have found no stream). */
   #joinedLate = false;
@@ -173,12 +165,13 @@ export class GatewaySession {
     }
   }
 
-  get transport(): StreamableHTTPServerTransport {
-    if (this.#transport === undefined) throw new Error('the session has not started');
-    return this.#transport;
+  /** Serves one HTTP request of the session (`body`: the JSON the host parsed). */
+  handle(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    if (this.#http === undefined) throw new Error('the session has not started');
+    return this.#http.handle(req, res, body);
   }
 
-  /** An HTTP response the transport writes for this session: its back-pressure holds the session's notifications. */
+  /** An HTTP response the wire writes for this session: its back-pressure holds the session's notifications. */
   track(res: ServerResponse): void {
     this.#outbox.track(res);
   }
@@ -241,7 +234,7 @@ export class GatewaySession {
 
   /**
    * The client opened its GET stream. A server that joined after `initialize` was announced with
-   * `list_changed`, which the transport drops while no GET stream is open: announce it again, so
+   * `list_changed`, which the wire drops while no GET stream is open: announce it again, so
    * a client that listed before the join and opened its stream after it still learns of it.
    */
   streamOpened(): void {
@@ -250,10 +243,10 @@ export class GatewaySession {
   }
 
   /**
-   * Builds the SDK server and transport (capabilities from the views acquired) and connects them.
-   * `onInitialized` runs when the transport assigns the session id, before the response leaves.
+   * Builds the wire (capabilities from the views acquired). `onInitialized` runs when the wire
+   * accepts `initialize`, before its answer leaves.
    */
-  async start(onInitialized: () => void): Promise<void> {
+  start(onInitialized: () => void): void {
     const views = this.#views();
     const first = this.scope === undefined ? undefined : this.#slots.get(this.scope)?.view;
     const instructions =
@@ -264,33 +257,26 @@ export class GatewaySession {
             .join('\n\n')
         : first?.instructions;
     this.#caps = this.#capabilities();
-    const server = new Server(first?.serverInfo ?? { name: 'mcpool', version: this.#deps.version }, {
-      capabilities: this.#caps,
-      jsonSchemaValidator: sharedValidator(),
-      ...(instructions ? { instructions } : {}),
+    const serverInfo = first?.serverInfo ?? { name: 'mcpool', version: this.#deps.version };
+    const endpoint: LegacyEndpoint = {
+      handles: (method) => this.#handles(method),
+      handle: (method, params, extra) => this.#dispatch(method, params, extra),
+      initialize: () => ({ serverInfo, capabilities: this.#caps, instructions }),
+    };
+    // Every message out goes through the secret policy first (one place: the wire's encode).
+    this.#http = new LegacyWire({
+      sessionId: this.id,
+      endpoint,
+      encode: (message) => this.#deps.redact(message),
+      onInitialized,
+      onDeleted: () => {
+        this.#logger.debug({ sessionId: this.id }, 'gateway session: DELETE');
+        void this.close('transport closed');
+      },
     });
-    this.#register(server);
-    // SDK ≤ 1.32.2 clients ignore `notifications/cancelled` for request id 0 (`_oncancel` tests
-    // `!requestId`), so the first sampling/elicitation of a session could never be cancelled:
-    // our server→client request ids start at 1.
-    const ids = server as unknown as { _requestMessageId?: unknown };
-    if (ids._requestMessageId === 0) ids._requestMessageId = 1;
-    server.onclose = () => void this.close('transport closed');
-    server.onerror = (error) => this.#logger.debug({ sessionId: this.id, err: error }, 'gateway session: transport error');
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => this.id,
-      onsessioninitialized: () => onInitialized(),
-      onsessionclosed: () => this.#logger.debug({ sessionId: this.id }, 'gateway session: DELETE'),
-    });
-    // Every message out goes through the secret policy first (one place: the transport's send).
-    const send = transport.send.bind(transport);
-    transport.send = (message, options) => send(this.#deps.redact(message), options);
-    this.#server = server;
-    this.#transport = transport;
-    await server.connect(transport);
   }
 
-  /** Closes the SDK server (its streams end) and releases the pool session. Idempotent. */
+  /** Closes the wire (its streams end) and releases the pool session. Idempotent. */
   close(reason: string): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
     let done!: () => void;
@@ -301,7 +287,7 @@ export class GatewaySession {
       try {
         for (const slot of this.#slots.values()) this.#unwire(slot);
         this.#deps.levels.forget(this.id);
-        await this.#server?.close().catch(() => undefined);
+        this.#http?.close();
         await this.#deps.pool.releaseSession(this.poolSessionId).catch(() => undefined);
         this.#logger.debug({ sessionId: this.id, client: this.principalId, reason }, 'gateway session closed');
       } finally {
@@ -342,7 +328,7 @@ export class GatewaySession {
         slot.error = undefined;
         this.#wire(slot, view);
         // A server that joins a running session changes what it can list.
-        if (this.#server !== undefined) {
+        if (this.#http !== undefined) {
           this.#joinedLate = true;
           for (const kind of ['tools', 'prompts', 'resources'] as const) this.#listChanged(kind);
         }
@@ -411,19 +397,22 @@ export class GatewaySession {
     this.#send({ method: `notifications/${kind}/list_changed` }, `list:${kind}`);
   }
 
-  /** On the session's GET stream (dropped by the SDK when the client has none open). */
+  /** On the session's GET stream (dropped by the wire when the client has none open): the one place GET-stream notifications are queued. */
   #send(notification: UpstreamNotification, key?: string): void {
-    const server = this.#server;
-    if (this.closed || server === undefined) return;
-    this.#outbox.push(key, () => void server.notification(notification as ServerNotification).catch(() => undefined), notification);
+    const wire = this.#http;
+    if (this.closed || wire === undefined) return;
+    this.#outbox.push(key, () => void wire.notify(notification), notification);
   }
 
   /** An upstream notification: on the call's stream when it belongs to one, else on the GET stream. */
   #forward(notification: UpstreamNotification, extra: Extra | undefined): void {
     if (HANDLED_ELSEWHERE.has(notification.method)) return;
-    if (notification.method === 'notifications/message' && !passes(notification.params?.level, this.#logLevel)) return;
+    if (notification.method === 'notifications/message') {
+      // A log goes only to a client told the session has logging, and past its level.
+      if (this.#caps.logging === undefined || !passes(notification.params?.level, this.#logLevel)) return;
+    }
     if (extra === undefined) this.#send(notification);
-    else this.#outbox.push(undefined, () => void extra.sendNotification(notification as ServerNotification).catch(() => undefined), notification);
+    else this.#outbox.push(undefined, () => extra.notify(notification), notification);
   }
 
   /** Whether this session's client declared any capability a modern server's input request can need. */
@@ -449,10 +438,10 @@ export class GatewaySession {
           });
         }
         try {
-          const result = await extra.sendRequest({ method: input.method, params: input.params ?? {} } as ServerRequest, LOOSE_RESULT, { signal: extra.signal, timeout: this.#deps.callTimeoutMs() });
+          const result = await extra.request({ method: input.method, params: input.params ?? {} }, { signal: extra.signal, timeoutMs: this.#deps.callTimeoutMs() });
           return [key, result] as const;
         } catch (error) {
-          const code = error instanceof McpError ? error.code : RpcCode.INTERNAL_ERROR;
+          const code = error instanceof RpcError ? error.code : RpcCode.INTERNAL_ERROR;
           throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `the downstream client did not answer ${input.method} for ${slot.name}: ${(error as Error).message}`, { data: { mcpCode: code } });
         }
       }),
@@ -469,9 +458,9 @@ export class GatewaySession {
     try {
       // Cancelled when the upstream cancels it, or when the downstream call it was asked for is.
       const either = AbortSignal.any([signal, extra.signal]);
-      return await extra.sendRequest({ method: request.method, params: request.params } as ServerRequest, LOOSE_RESULT, { signal: either, timeout: this.#deps.callTimeoutMs() });
+      return await extra.request({ method: request.method, params: request.params }, { signal: either, timeoutMs: this.#deps.callTimeoutMs() });
     } catch (error) {
-      if (error instanceof McpError) {
+      if (error instanceof RpcError) {
         throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, upstreamMessage(error.message), { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
       }
       throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `the downstream client did not answer ${request.method}: ${(error as Error).message}`, { data: { mcpCode: RpcCode.INTERNAL_ERROR } });
@@ -480,49 +469,75 @@ export class GatewaySession {
 
   // --- Requests ---------------------------------------------------------------------------------
 
-  #capabilities(): ServerCapabilities {
+  #capabilities(): EndpointCapabilities {
     return endpointCapabilities(this.scope === undefined, this.#views().map(({ view }) => view.capabilities), this.joining > 0);
   }
 
-  #register(server: Server): void {
+  /** The methods this session serves: those of the capabilities it announced. */
+  #handles(method: string): boolean {
     const caps = this.#caps;
+    switch (method) {
+      case 'tools/list':
+      case 'tools/call':
+        return caps.tools !== undefined;
+      case 'prompts/list':
+      case 'prompts/get':
+        return caps.prompts !== undefined;
+      case 'resources/list':
+      case 'resources/templates/list':
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return caps.resources !== undefined;
+      case 'logging/setLevel':
+        return caps.logging !== undefined;
+      case 'completion/complete':
+        return caps.completions !== undefined;
+      default:
+        return false;
+    }
+  }
+
+  /** One request the session serves ({@link #handles} said so), in a server span when OpenTelemetry is on. */
+  #dispatch(method: string, params: Params, extra: Extra): Promise<Params> {
     const telemetry = this.#deps.telemetry;
-    const on = (method: string, handler: (params: Params, extra: Extra) => Promise<Params> | Params) => {
-      const direct = async (request: { params?: Params }, extra: Extra) => (await handler(request.params ?? {}, extra)) as never;
-      const run = telemetry === undefined ? direct : (request: { params?: Params }, extra: Extra) => telemetry.run(this.#operation(method, request.params ?? {}, extra), () => direct(request, extra), rpcFailure);
-      if (method === 'tools/call') {
-        // Below Server's own wrapper, which re-validates the result and drops unknown fields.
-        (Protocol.prototype.setRequestHandler as (this: unknown, schema: unknown, handler: unknown) => void).call(server, loose(method), run);
-      } else {
-        server.setRequestHandler(loose(method), run);
-      }
-    };
-    if (caps.tools) {
-      on('tools/list', () => this.#listTools());
-      on('tools/call', (params, extra) => this.#callTool(params, extra));
-    }
-    if (caps.prompts) {
-      on('prompts/list', () => this.#listPrompts());
-      on('prompts/get', (params, extra) => this.#getPrompt(params, extra));
-    }
-    if (caps.resources) {
-      on('resources/list', () => ({ resources: this.#visible(this.#deps.access()).flatMap(({ view }) => view.resources) }));
-      on('resources/templates/list', () => ({ resourceTemplates: this.#visible(this.#deps.access()).flatMap(({ view }) => view.resourceTemplates) }));
-      on('resources/read', (params, extra) => {
+    if (telemetry === undefined) return this.#serve(method, params, extra);
+    return telemetry.run(this.#operation(method, params, extra), () => this.#serve(method, params, extra), rpcFailure);
+  }
+
+  async #serve(method: string, params: Params, extra: Extra): Promise<Params> {
+    switch (method) {
+      case 'tools/list':
+        return this.#listTools();
+      case 'tools/call':
+        return this.#callTool(params, extra);
+      case 'prompts/list':
+        return this.#listPrompts();
+      case 'prompts/get':
+        return this.#getPrompt(params, extra);
+      case 'resources/list':
+        return { resources: this.#visible(this.#deps.access()).flatMap(({ view }) => view.resources) };
+      case 'resources/templates/list':
+        return { resourceTemplates: this.#visible(this.#deps.access()).flatMap(({ view }) => view.resourceTemplates) };
+      case 'resources/read': {
         const uri = stringParam(params, 'uri');
         return this.#run(this.#slotForUri(uri), extra, `resources/read ${uri}`, (view, options) => view.readResource(uri, options));
-      });
-      on('resources/subscribe', (params, extra) => this.#subscribe(params, extra, true));
-      on('resources/unsubscribe', (params, extra) => this.#subscribe(params, extra, false));
+      }
+      case 'resources/subscribe':
+        return this.#subscribe(params, extra, true);
+      case 'resources/unsubscribe':
+        return this.#subscribe(params, extra, false);
+      case 'logging/setLevel':
+        return this.#setLevel(params);
+      default:
+        return this.#complete(params, extra);
     }
-    if (caps.logging) on('logging/setLevel', (params) => this.#setLevel(params));
-    if (caps.completions) on('completion/complete', (params, extra) => this.#complete(params, extra));
   }
 
   /** What a server span records of one request (the names as the client wrote them). */
   #operation(method: string, params: Params, extra: Extra): ServerOperation {
     const name = typeof params.name === 'string' ? params.name : undefined;
-    const header = extra.requestInfo?.headers['mcp-protocol-version'];
+    const header = extra.headers['mcp-protocol-version'];
     return {
       method,
       tool: method === 'tools/call' ? name : undefined,
@@ -530,8 +545,8 @@ export class GatewaySession {
       requestId: extra.requestId,
       mcpSessionId: this.id,
       protocolVersion: typeof header === 'string' ? header : this.#client?.protocolVersion,
-      meta: extra._meta,
-      headers: extra.requestInfo?.headers,
+      meta: extra.meta,
+      headers: extra.headers,
     };
   }
 
@@ -669,7 +684,7 @@ export class GatewaySession {
    */
   async #run(slot: Slot, extra: Extra, what: string, work: (view: PooledConnection, options: CallOptions) => Promise<Params>, requested?: RequestedName): Promise<Params> {
     const view = await this.#viewOf(slot);
-    const { progressToken, ...meta } = (extra._meta ?? {}) as Params;
+    const { progressToken, ...meta } = extra.meta ?? {};
     const options: CallOptions = {
       signal: extra.signal,
       onNotification: (notification) => this.#forward(notification, extra),
@@ -681,7 +696,7 @@ export class GatewaySession {
         ? {}
         : {
             onProgress: (progress) => {
-              const send = (): void => void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken } } as ServerNotification).catch(() => undefined);
+              const send = (): void => extra.notify({ method: 'notifications/progress', params: { ...progress, progressToken } });
               this.#outbox.push(`progress:${JSON.stringify(progressToken)}`, send);
             },
           }),
@@ -710,6 +725,5 @@ function stringParam(params: Params, key: string): string {
 /** A request's failure as the downstream client sees it: the JSON-RPC code it gets back. */
 function rpcFailure(error: unknown): ServerFailure {
   if (error instanceof RpcError) return { type: String(error.code), rpcCode: String(error.code), message: error.message };
-  if (error instanceof McpError) return { type: String(error.code), rpcCode: String(error.code), message: error.message };
   return error instanceof Error ? { type: '_OTHER', message: error.message } : { type: '_OTHER' };
 }
