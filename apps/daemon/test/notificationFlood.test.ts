@@ -21,41 +21,64 @@ function rssMB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
+interface FloodDaemon {
+  url: string;
+  token: string;
+  auth: { authorization: string };
+  pid: number;
+  /** Everything the daemon logged so far (JSON lines). */
+  out(): string;
+  /** SIGTERM, wait for the exit, kill what the marker names, remove the directory. */
+  stop(): Promise<void>;
+}
+
+/** A real `mcpool serve` child on a port of its own, with `servers` and its state in a temporary directory; ready when it returns. */
+async function startDaemon(label: string, mark: string, servers: Record<string, unknown>): Promise<FloodDaemon> {
+  const dir = mkdtempSync(join(tmpdir(), `mcpool-${label}-`));
+  const configPath = join(dir, 'mcpool.json');
+  writeFileSync(configPath, JSON.stringify({ mcpServers: servers, daemon: { port: 0, watchConfig: false } }));
+  const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
+    env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  daemon.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  daemon.stderr.resume();
+  const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    daemon.kill('SIGTERM');
+    await exited;
+    killMarked(mark);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const url = await vi.waitFor(
+      () => {
+        const found = /listening on (http:\/\/[^"\s]+)/.exec(out);
+        if (!found) throw new Error('not listening yet');
+        return found[1]!;
+      },
+      { timeout: 60_000, interval: 50 },
+    );
+    const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
+    const auth = { authorization: `Bearer ${token}` };
+    await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
+    return { url, token, auth, pid: daemon.pid!, out: () => out, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
 describe('notification flood through /mcp', () => {
   it('a client that stops reading is disconnected with a logged reason, and its backlog goes with it; other calls go on', async () => {
     const mark = marker('notify-flood');
-    const dir = mkdtempSync(join(tmpdir(), 'mcpool-notify-flood-'));
-    const configPath = join(dir, 'mcpool.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        mcpServers: { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) },
-        daemon: { port: 0, watchConfig: false },
-      }),
-    );
-    const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
-      env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    daemon.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    daemon.stderr.resume();
-    const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+    const running = await startDaemon('notify-flood', mark, { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) });
+    const { url, token, auth } = running;
+    const daemonPid = running.pid;
     let stalled: ClientRequest | undefined;
     let stalledRes: IncomingMessage | undefined;
     try {
-      const url = await vi.waitFor(
-        () => {
-          const found = /listening on (http:\/\/[^"\s]+)/.exec(out);
-          if (!found) throw new Error('not listening yet');
-          return found[1]!;
-        },
-        { timeout: 60_000, interval: 50 },
-      );
-      const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
-      const auth = { authorization: `Bearer ${token}` };
-      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
-
       // Session 1 opens its GET stream and never reads it.
       const sessionId = await openRawSession(url, '/mcp', token);
       const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
@@ -72,9 +95,9 @@ describe('notification flood through /mcp', () => {
       // Session 2 (an SDK client that reads) starts the flood and calls another server during it.
       const { client } = await connectClient(`${url}/mcp`, token);
       expect(textOf(await client.callTool({ name: 'flood__start', arguments: { perSecond: 2000, size: 1000 } }))).toBe('flooding');
-      const before = rssMB(daemon.pid!);
+      const before = rssMB(daemonPid);
       let peak = before;
-      const sampler = setInterval(() => (peak = Math.max(peak, rssMB(daemon.pid!))), 250);
+      const sampler = setInterval(() => (peak = Math.max(peak, rssMB(daemonPid))), 250);
       const slowest: number[] = [];
       try {
         await vi.waitFor(
@@ -82,7 +105,7 @@ describe('notification flood through /mcp', () => {
             const started = performance.now();
             expect(textOf(await client.callTool({ name: 'echo__echo', arguments: { text: 'still here' } }))).toBe('still here');
             slowest.push(performance.now() - started);
-            expect(out).toMatch(/closing a \/mcp session whose client did not read its stream/);
+            expect(running.out()).toMatch(/closing a \/mcp session whose client did not read its stream/);
           },
           { timeout: 60_000, interval: 200 },
         );
@@ -92,7 +115,7 @@ describe('notification flood through /mcp', () => {
       } finally {
         clearInterval(sampler);
       }
-      const line = out.split('\n').find((l) => l.includes('closing a /mcp session whose client did not read'))!;
+      const line = running.out().split('\n').find((l) => l.includes('closing a /mcp session whose client did not read'))!;
       expect(JSON.parse(line)).toMatchObject({ sessionId });
       // The stalled session is gone; session 2 still works.
       const after = await raw(url, { path: '/mcp', headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH }, body: { jsonrpc: '2.0', id: 9, method: 'tools/list' } });
@@ -109,40 +132,16 @@ describe('notification flood through /mcp', () => {
       await client.close();
     } finally {
       stalled?.destroy();
-      daemon.kill('SIGTERM');
-      await exited;
-      killMarked(mark);
-      rmSync(dir, { recursive: true, force: true });
+      await running.stop();
     }
   }, 150_000);
 
   it('a client that reads again after a stall gets one marker from mcpool saying how many notifications it missed', async () => {
     const mark = marker('notify-marker');
-    const dir = mkdtempSync(join(tmpdir(), 'mcpool-notify-marker-'));
-    const configPath = join(dir, 'mcpool.json');
-    writeFileSync(configPath, JSON.stringify({ mcpServers: { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }) }, daemon: { port: 0, watchConfig: false } }));
-    const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
-      env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    daemon.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-    daemon.stderr.resume();
-    const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+    const running = await startDaemon('notify-marker', mark, { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }) });
+    const { url, token, auth } = running;
     let stalled: ClientRequest | undefined;
     try {
-      const url = await vi.waitFor(
-        () => {
-          const found = /listening on (http:\/\/[^"\s]+)/.exec(out);
-          if (!found) throw new Error('not listening yet');
-          return found[1]!;
-        },
-        { timeout: 60_000, interval: 50 },
-      );
-      const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
-      const auth = { authorization: `Bearer ${token}` };
-      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
-
       const sessionId = await openRawSession(url, '/mcp', token);
       const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
       let stream = '';
@@ -175,7 +174,7 @@ describe('notification flood through /mcp', () => {
       const dropped = Number(/dropped (\d+) notifications/.exec(marker.params!.data!)?.[1]);
       expect(dropped).toBeGreaterThan(0);
       // The same count is in the daemon's log line for the burst.
-      const line = out.split('\n').find((l) => l.includes('a /mcp client read slower than its notifications came'))!;
+      const line = running.out().split('\n').find((l) => l.includes('a /mcp client read slower than its notifications came'))!;
       expect(JSON.parse(line)).toMatchObject({ sessionId, dropped });
       // Not cut: the session answers.
       const after = await raw(url, { path: '/mcp', headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH }, body: { jsonrpc: '2.0', id: 9, method: 'tools/list' } });
@@ -183,10 +182,7 @@ describe('notification flood through /mcp', () => {
       await client.close();
     } finally {
       stalled?.destroy();
-      daemon.kill('SIGTERM');
-      await exited;
-      killMarked(mark);
-      rmSync(dir, { recursive: true, force: true });
+      await running.stop();
     }
   }, 150_000);
 });
