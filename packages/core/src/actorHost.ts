@@ -171,6 +171,9 @@ export class ActorHandle {
       },
       onClose: () => this.#portClosed(),
     });
+    // Only the thread keeps the host alive (ref'd while a connection on it is held): the port,
+    // ref'd by its `message` listener, would keep it alive even for an idle entry.
+    port1.unref();
     thread.connections.add(this);
     thread.updateRef();
     // Requests on `control` queue in the port until the thread listens on it.
