@@ -227,6 +227,9 @@ export class ActorHandle {
     this.control.fail(reason ?? new PoolError(ErrorCode.PORT_CLOSED, 'the actor closed its channel'));
     this.#thread.connections.delete(this);
     this.#thread.updateRef();
+    // Its last connection gone, a thread ends: nothing of a past connection lingers in a new one.
+    // Marked before the listeners run, since a replacement they create must not land on it.
+    if (this.#thread.connections.size === 0 && !this.#thread.ending) void this.#thread.end();
     for (const listener of this.#exitListeners) listener(code, error);
     this.#resolveExited(code);
   }
@@ -445,12 +448,7 @@ export class ActorHost {
     const handle = new ActorHandle(thread, log);
     this.#live.add(handle);
     trackOpen(this, true);
-    const host = thread;
-    void handle.exited.then(() => {
-      this.#live.delete(handle);
-      // Its last connection gone, a thread ends: nothing of a past connection lingers in a new one.
-      if (host.connections.size === 0 && !host.ending) void host.end();
-    });
+    void handle.exited.then(() => this.#live.delete(handle));
     this.prewarm();
     return handle;
   }
