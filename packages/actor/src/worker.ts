@@ -1,401 +1,51 @@
 /**
- * The worker entry: one connection actor per worker thread.
+ * The worker entry: a thread that hosts connection actors (`./connectionActor.ts`).
  *
  * The thread boots, imports the actor's code (no MCP SDK for stdio and websocket servers) and
- * waits for `start`, so the supervisor can keep a warm spare. It serves the control channel on `parentPort` and one view
- * channel per attached session; view traffic never passes through the supervisor.
- * It never logs with console (relayed through the main thread, late) nor to a file descriptor:
- * its log lines go to the supervisor as records (`./log.ts`), at the level the supervisor sets.
+ * waits, so the supervisor can keep a warm spare. On `parentPort` it serves `open` (a transferred
+ * port becomes one connection's control channel), `dispose` (end one connection now) and `exit`
+ * (the thread ends once it hosts none). View traffic never passes through the supervisor.
+ * An error no connection owns ends the thread and every connection on it: their children are
+ * killed first, since they belong to the process and not to the thread.
  */
-import { isMainThread, parentPort, threadId } from 'node:worker_threads';
-import { createActor, type Actor } from 'xstate';
-import type { Logger } from 'pino';
-import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents, WireError } from '@mcpool/protocol';
-import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
-import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
-import { ServerConnection, authRequired } from './serverConnection.js';
-import { TransportLostError } from './transports/processGroupStdioTransport.js';
-import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
-import { jsonRpcErrorIn } from './transports/httpBody.js';
-import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
-import { SnapshotStore } from './snapshotStore.js';
-import { ViewHub } from './viewHub.js';
-import { SourceThrottle } from './sourceThrottle.js';
-import { createActorLogger } from './log.js';
+import { isMainThread, parentPort, type MessagePort } from 'node:worker_threads';
+import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
+import { openConnectionActor, type ConnectionActor } from './connectionActor.js';
 
 if (isMainThread || parentPort === null) {
   throw new Error('@mcpool/actor/worker must run in a worker thread');
 }
 const control = parentPort;
 
-// `channel` is read when a line is logged, never before the module has set it up.
-let logger: Logger = createActorLogger((record) => channel.emit('log', record), { threadId });
-let args: ActorStartArgs | undefined;
-let machine: Actor<typeof connectionMachine> | undefined;
-let connection: ServerConnection | undefined;
-let clientGeneration = 0;
-let pgid: number | undefined;
-let lastStatus: EntryStatus | undefined;
-/** The era the last connection settled on. */
-let settledEra: 'legacy' | 'modern' | undefined;
-const hub: ViewHub = new ViewHub({
-  live: () => liveConnection(),
-  get callTimeoutMs() {
-    return args?.callTimeoutMs ?? 60_000;
-  },
-  mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
-  relistTools: (conn, generation) => store.refresh('tools', conn, generation),
-  reauthorize: (challenge) => reauthorize(challenge),
-  get logger() {
-    return logger;
-  },
-});
-/**
- * Holds back reading a server that floods (one per actor, across reconnects): one warning when an
- * episode begins, one info line when it ends, and the supervisor told both times (status shows it).
- */
-const throttle = new SourceThrottle({
-  backedUp: () => hub.backedUp(),
-  onEpisodeStart: ({ reason }) => {
-    logger.warn({ reason }, 'the server sends faster than its sessions may get: reading it is held back, so it is slowed and other servers are not');
-    emitControl('throttle', { throttled: true, reason });
-  },
-  onEpisodeEnd: (episode) => {
-    logger.info(episode, 'the server no longer floods: reading it at full speed again');
-    emitControl('throttle', { throttled: false, ...episode });
-  },
-});
-/** Lines of the server's stderr kept for `stderrTail`, and the length a kept line is cut to: bounded whatever the server writes. */
-const STDERR_LINES_KEPT = 100;
-const STDERR_LINE_CHARS = 1000;
-/** The server's last stderr lines (scrubbed), oldest first; kept across reconnects, so a crash loop's story survives it. */
-const stderrLines: string[] = [];
+/** The connections this thread hosts, by the id `open` returned. */
+const hosted = new Map<number, ConnectionActor>();
+let nextId = 1;
 
-function keepStderrLine(line: string): void {
-  stderrLines.push(line.length > STDERR_LINE_CHARS ? `${line.slice(0, STDERR_LINE_CHARS)}…` : line);
-  if (stderrLines.length > STDERR_LINES_KEPT) stderrLines.splice(0, stderrLines.length - STDERR_LINES_KEPT);
-}
-
-/** Teardowns of lost connections still running; the thread waits for them before it ends. */
-const retiring = new Set<Promise<void>>();
-
-async function settledWithin(pending: Set<Promise<void>>, ms: number): Promise<void> {
-  if (pending.size === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.allSettled([...pending]), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
-const store = new SnapshotStore((snapshot) => broadcast('snapshot', snapshot));
-
-function emitControl<K extends keyof ActorEvents>(ev: K, data: ActorEvents[K]): void {
-  channel.emit(ev, data);
-}
-
-function broadcast<K extends keyof ViewEvents>(ev: K, data: ViewEvents[K]): void {
-  hub.broadcast(ev, data);
-  // The supervisor hears connection changes too (pool events), but never snapshots.
-  if (ev === 'status') emitControl('connection', data as ViewEvents['status']);
-}
-
-function defaultReconnect(config: ActorStartArgs['config']): ReconnectPolicy {
-  return config.transport === 'stdio'
-    ? // A dead local child is restarted at once (a crash loop is bounded by the attempts here and
-      // by the supervisor's restart intensity), then 500 ms apart.
-      { attempts: 3, initialDelayMs: 500, maxDelayMs: 500, factor: 1, firstDelayMs: 0 }
-    : { attempts: 5, initialDelayMs: 1000, maxDelayMs: 16_000, factor: 2 };
-}
-
-/** The config with the host-supplied `Authorization` header (the config itself names none then). */
-function withAuthorization(config: ActorStartArgs['config'], authorization: string | undefined): ActorStartArgs['config'] {
-  if (authorization === undefined) return config;
-  return { ...config, headers: { ...config.headers, authorization } };
-}
-
-/** Calls waiting for the supervisor's answer to a refused token (true: a new one is set). */
-let authWaiters: ((renewed: boolean) => void)[] = [];
-/** How long a refused call waits for a refreshed token before it fails. */
-const REAUTHORIZE_WAIT_MS = 15_000;
-
-function settleAuthWaiters(renewed: boolean): void {
-  const waiters = authWaiters;
-  authWaiters = [];
-  for (const resolve of waiters) resolve(renewed);
-}
-
-/** Asks the supervisor once for a new token (however many calls were refused meanwhile) and waits for it, bounded. */
-function reauthorize(challenge: string | undefined): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => {
-      authWaiters = authWaiters.filter((waiter) => waiter !== settle);
-      resolve(false);
-    }, REAUTHORIZE_WAIT_MS);
-    timer.unref();
-    const settle = (renewed: boolean): void => {
-      clearTimeout(timer);
-      resolve(renewed);
-    };
-    authWaiters.push(settle);
-    if (authWaiters.length === 1) emitControl('authRejected', { challenge });
-  });
-}
-
-/** A refreshed token: later requests of the live connection carry it, and so does every reconnect. */
-function setAuthorization(authorization: string): void {
-  if (args === undefined) throw new PoolError(ErrorCode.INTERNAL, 'setAuthorization before start');
-  args = { ...args, authorization, config: withAuthorization(args.config, authorization) };
-  connection?.transport.setHeader?.('authorization', authorization);
-  settleAuthWaiters(true);
-}
-
-function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
-  if (machine !== undefined) throw new PoolError(ErrorCode.INTERNAL, 'actor already started');
-  args = { ...startArgs, config: withAuthorization(startArgs.config, startArgs.authorization) };
-  logger = logger.child({ server: startArgs.serverName, entryIndex: startArgs.entryIndex });
-  logger.level = startArgs.logLevel;
-  const entryArgs = args;
-  return new Promise<ActorStartResult>((resolve, reject) => {
-    machine = createActor(connectionMachine, {
-      input: {
-        args: entryArgs,
-        reconnect: entryArgs.reconnect ?? defaultReconnect(entryArgs.config),
-        hooks: {
-          open: async (signal) => {
-            // A replacement starts only once the old process tree is gone (bounded).
-            await settledWithin(retiring, entryArgs.shutdownStepMs * 2 + 1500);
-            return ServerConnection.open({
-              // The latest token (setAuthorization replaces `args`) for every reconnect.
-              config: args?.config ?? entryArgs.config,
-              shutdownStepMs: entryArgs.shutdownStepMs,
-              logger,
-              signal,
-              // A verdict this actor settled itself beats the one it was started with.
-              eraHint: settledEra ?? entryArgs.era,
-              defaults: entryArgs.client,
-              // A third of the spawn budget, at most 10 s: a server slow to start under load must
-              // still answer the probe in time, a silent legacy server costs this once per config.
-              probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
-              onStderrLine: keepStderrLine,
-              readGate: throttle,
-              onSpawned: (pid) => {
-                pgid = pid;
-                emitControl('spawned', { pid, pgid: pid });
-              },
-            });
-          },
-          retire: (conn) => {
-            const closing = conn.close().then((sweep) => {
-              if (sweep && (sweep.killed > 0 || sweep.survivors > 0 || sweep.warning)) logger.warn({ sweep }, 'swept a lost server tree');
-              // Its group is gone: the supervisor stops counting it as ours.
-              if (conn.pid !== undefined) emitControl('reaped', { pgid: conn.pid });
-            });
-            retiring.add(closing);
-            void closing.finally(() => retiring.delete(closing));
-          },
-          connected: (conn, generation, reconnect) => {
-            settleRestart({ restarted: true });
-            connection = conn;
-            clientGeneration = generation;
-            store.reset(conn.lists, generation, { serverInfo: conn.serverInfo, capabilities: conn.capabilities, instructions: conn.instructions });
-            if (conn.era !== settledEra || conn.eraProbed) emitControl('era', { era: conn.era, protocolVersion: conn.protocolVersion, probed: conn.eraProbed });
-            settledEra = conn.era;
-            conn.onListChanged((kind) => {
-              if (connection === conn) void store.refresh(kind, conn, generation);
-            });
-            conn.onServerMessages({
-              request: (method, params, signal) => hub.serverRequest(method, params, signal),
-              notification: (notification) => hub.notification(notification),
-              resourceUpdated: (uri) => hub.resourceUpdated(uri),
-            });
-            // A modern server holds no subscription state: every connection opens its listen stream.
-            if (reconnect || conn.era === 'modern') void hub.resubscribe(conn);
-            if (reconnect) {
-              logger.info({ clientGeneration: generation, pid: conn.pid }, 'reconnected');
-              broadcast('status', { status: 'reconnected', generation: store.snapshot.generation, clientGeneration: generation });
-            }
-          },
-          disconnected: (error) => {
-            logger.warn({ error }, 'transport lost');
-            connection = undefined;
-            broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
-          },
-          failed: (error) => {
-            // The supervisor reports the failure (with its stderr tail) once; this is the actor's detail.
-            logger.debug({ error }, 'connection failed');
-            connection = undefined;
-            broadcast('status', { status: 'failed', generation: store.snapshot.generation, clientGeneration, error });
-          },
-        },
-      },
-    });
-    let settled = false;
-    machine.subscribe({
-      next: (snapshot) => {
-        const status = statusOf(snapshot.value);
-        if (status !== lastStatus) {
-          lastStatus = status;
-          logger.debug({ status }, 'status');
-          const error = snapshot.context.lastError;
-          emitControl('status', { status, generation: store.snapshot.generation, ...(status === 'failed' && error ? { error } : {}) });
-        }
-        if (status === 'failed' || status === 'closed') settleRestart({ restarted: false, reason: status === 'failed' ? 'failed' : 'superseded' });
-        if (!settled && status === 'active') {
-          settled = true;
-          resolve({ snapshot: store.snapshot, pid: connection?.pid, era: settledEra });
-        } else if (!settled && (status === 'failed' || status === 'closed')) {
-          settled = true;
-          reject(new PoolError(snapshot.context.lastError?.code ?? ErrorCode.SPAWN_FAILED, snapshot.context.lastError?.message ?? 'the server closed during spawn', snapshot.context.lastError?.data ? { data: snapshot.context.lastError.data } : {}));
-        }
-        if (snapshot.status === 'done') finish(snapshot.context.closeReason);
-      },
-      // Without an error observer xstate rethrows on a timer and the thread dies.
-      error: (error) => {
-        logger.error({ err: error }, 'machine error');
-        fatal(error);
-      },
-    });
-    machine.start();
-  });
-}
-
-function attach({ viewId, sessionId, port, client }: AttachArgs): { generation: number } {
-  const status = lastStatus;
-  if (status !== 'active' && status !== 'draining') {
-    port.close();
-    throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
-  }
-  hub.attach(viewId, port, store.snapshot, client);
-  logger.debug({ viewId, sessionId }, 'view attached');
-  return { generation: store.snapshot.generation };
-}
-
-function liveConnection(): { conn: ServerConnection; generation: number } {
-  if (connection === undefined || connection.closed || (lastStatus !== 'active' && lastStatus !== 'draining')) {
-    const code = lastStatus === 'active' ? ErrorCode.NOT_CONNECTED : ErrorCode.ENTRY_CLOSING;
-    throw new PoolError(code, lastStatus === 'active' ? 'the server is reconnecting' : `the entry is ${lastStatus}`, { data: { serverName: args?.serverName, entryIndex: args?.entryIndex } });
-  }
-  return { conn: connection, generation: clientGeneration };
-}
-
-function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError {
-  if (error instanceof PoolError) return error;
-  if (cancellable && signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
-  if (error instanceof UpstreamRpcError) {
-    return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
-  }
-  // A call that raced the server's death (the write failed, or the loss was not reported yet),
-  // or whose response stream was lost and could not be resumed: the server may have acted.
-  if (error instanceof UpstreamClosedError || error instanceof UpstreamStreamError || conn.closed || error instanceof TransportLostError || conn.stdio?.exited) {
-    const lost = error instanceof UpstreamStreamError ? 'the response stream from' : 'the connection to';
-    return new MCPCallInterruptedError(`${lost} ${args!.serverName} was lost during the call; its result is unknown`, {
-      serverName: args!.serverName,
-      entryIndex: args!.entryIndex,
-      clientGeneration: generation,
-    });
-  }
-  // The server answered with something that is not a JSON-RPC answer, or could not be reached:
-  // its fault or the network's. Anything else thrown here is a bug in mcpool.
-  // Refused twice, or nothing to refresh with: the caller learns the server wants authorization.
-  if (error instanceof UpstreamHttpError && error.status === 401) return authRequired(error);
-  if (error instanceof UpstreamHttpError) {
-    // A modern server answers some refusals (a header mismatch, a missing capability) with a
-    // 4xx whose body is the JSON-RPC error: the caller gets its code, as for any server error.
-    const rpc = jsonRpcErrorIn(error.body);
-    const data = rpc === undefined ? { httpStatus: error.status } : { httpStatus: error.status, mcpCode: rpc.code, ...(rpc.data === undefined ? {} : { mcpData: rpc.data }) };
-    return new PoolError(ErrorCode.UPSTREAM_ERROR, rpc?.message ?? error.message, { cause: error, data });
-  }
-  if (error instanceof UpstreamNetworkError) return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { cause: error });
-  return new PoolError(ErrorCode.INTERNAL, (error as Error)?.message ?? String(error), { cause: error });
-}
-
-let restartInFlight: Promise<RestartOutcome> | undefined;
-let resolveRestart: ((outcome: RestartOutcome) => void) | undefined;
-
-function settleRestart(outcome: RestartOutcome): void {
-  const resolve = resolveRestart;
-  resolveRestart = undefined;
-  restartInFlight = undefined;
-  resolve?.(outcome);
-}
-
-/** Restarts the connection in place; concurrent restarts share one. */
-function restart(): Promise<RestartOutcome> {
-  if (restartInFlight !== undefined) return restartInFlight;
-  if (machine === undefined || (lastStatus !== 'active' && lastStatus !== 'draining')) {
-    return Promise.resolve({ restarted: false, reason: lastStatus ?? 'not_started' });
-  }
-  restartInFlight = new Promise<RestartOutcome>((resolve) => {
-    resolveRestart = resolve;
-  });
-  const pending = restartInFlight;
-  logger.info('restarting');
-  connection = undefined;
-  broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'restart' });
-  machine.send({ type: 'control.restart' });
-  return pending;
-}
-
-function setIdle(idle: boolean): { status: EntryStatus } {
-  machine?.send({ type: idle ? 'control.idle' : 'control.busy' });
-  return { status: lastStatus ?? 'spawning' };
-}
-
-let closeWaiters: (() => void)[] = [];
-let finished = false;
-
-function close(reason: string): Promise<void> {
-  if (finished) return Promise.resolve();
-  if (machine === undefined) {
-    finish(reason);
-    return Promise.resolve();
-  }
-  return new Promise<void>((resolve) => {
-    closeWaiters.push(resolve);
-    machine!.send({ type: 'control.close', reason });
-  });
-}
-
-function finish(reason: string): void {
-  if (finished) return;
-  finished = true;
-  void settledWithin(retiring, (args?.shutdownStepMs ?? 2000) * 2 + 1500).then(() => end(reason));
-}
-
-function end(reason: string): void {
-  throttle.dispose();
-  hub.closeAll('the entry closed');
-  logger.info({ reason }, 'closed');
-  emitControl('closed', { reason });
-  for (const resolve of closeWaiters) resolve();
-  closeWaiters = [];
-  // Let the `close` reply go out, then stop listening so the thread can exit by itself.
-  setImmediate(() => {
-    machine?.stop();
-    channel.close('actor finished');
-    control.close();
-    logger.flush();
-  });
+function open(port: MessagePort): { id: number } {
+  const id = nextId++;
+  hosted.set(
+    id,
+    openConnectionActor(port, {
+      fatal,
+      ended: () => hosted.delete(id),
+    }),
+  );
+  return { id };
 }
 
 let dying = false;
 
 /**
- * Last resort: kill the child's group now (no graceful steps), let this thread's event loop reap
- * the child (bounded; a child reaped by nobody stays a zombie under the supervisor), then end.
+ * Last resort: every hosted child's group is killed now (no graceful steps), this thread's event
+ * loop reaps them (bounded; a child reaped by nobody stays a zombie under the supervisor), then
+ * the thread ends.
  */
 function fatal(error: unknown): void {
   if (dying) return;
   dying = true;
-  const stdio = connection?.stdio;
-  try {
-    stdio?.killGroupNow();
-    if (pgid !== undefined) process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // the group may be gone already
-  }
-  // Posted synchronously: a message sent before the thread exits still reaches the supervisor.
-  logger.fatal({ err: error }, 'actor died');
-  if (stdio === undefined) process.exit(1);
-  void stdio.waitForExit(300).finally(() => process.exit(1));
+  const reaped = [...hosted.values()].map((actor) => actor.abandon(error));
+  if (reaped.length === 0) process.exit(1);
+  void Promise.allSettled(reaped).finally(() => process.exit(1));
 }
 
 process.on('uncaughtException', fatal);
@@ -404,35 +54,28 @@ process.on('unhandledRejection', fatal);
 const channel = new RpcChannel(control, {
   ownsPort: false,
   handler: (op, opArgs) => {
-    switch (op as keyof ControlOps) {
-      case 'start':
-        return start(opArgs as ActorStartArgs);
-      case 'attach':
-        return attach(opArgs as AttachArgs);
-      case 'detach': {
-        hub.detach((opArgs as { viewId: string }).viewId);
+    switch (op) {
+      case 'open':
+        return open((opArgs as { port: MessagePort }).port);
+      case 'dispose': {
+        const { id, reason } = opArgs as { id: number; reason: string };
+        hosted.get(id)?.dispose(reason);
         return undefined;
       }
-      case 'setIdle':
-        return setIdle((opArgs as { idle: boolean }).idle);
-      case 'close':
-        return close((opArgs as { reason: string }).reason);
-      case 'restart':
-        return restart();
+      case 'exit': {
+        // Only an empty thread ends: a connection placed meanwhile keeps it.
+        if (hosted.size > 0) return { exiting: false };
+        // Let the reply go out, then stop listening so the thread can exit by itself.
+        setImmediate(() => {
+          channel.close('thread finished');
+          control.close();
+        });
+        return { exiting: true };
+      }
       case 'ping':
         return 'pong';
-      case 'stderrTail':
-        return { lines: [...stderrLines] };
-      case 'fail': {
-        settleAuthWaiters(false);
-        machine?.send({ type: 'control.fail', error: (opArgs as { error: WireError }).error });
-        return undefined;
-      }
-      case 'setAuthorization':
-        return setAuthorization((opArgs as { authorization: string }).authorization);
       default:
-        throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown control operation ${op}`);
+        throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown thread operation ${op}`);
     }
   },
 });
-

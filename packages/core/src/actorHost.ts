@@ -1,14 +1,16 @@
 /**
- * Hosts connection actors on worker threads: one raw `Worker` per pool entry, plus one warm spare
- * that has already imported the SDK (~150 ms per isolate), so a cold acquire does not pay it.
+ * Hosts connection actors on worker threads: up to `connectionsPerThread` pool entries share one
+ * raw `Worker`, each on its own control port; a warm spare thread that has already imported the
+ * actor's code (~150 ms per isolate) is kept while no thread has room, so a cold acquire does not pay it.
  *
  * Why raw workers and not piscina: piscina's task model (call → result, cancel = kill the thread,
  * FIFO queue that decides who waits) does not fit an addressable, long-lived actor, and its
  * only gain here — warm start — comes as well from one pre-booted spare (measured on Node 20).
  * The supervisor's budget decides who gets a thread; nothing ever queues.
  *
- * A worker's exit is watched: every pending control call rejects with `MCPOOL_ACTOR_DIED`, and
- * the child's process group is killed, because children belong to the process, not the thread.
+ * A worker's exit is watched: every connection on it ends, every pending control call rejects
+ * with `MCPOOL_ACTOR_DIED`, and the children's process groups are killed, because children belong
+ * to the process, not the thread. Connections sharing a thread die together.
  *
  * A guest in its host's process: an idle actor (no session holds it) is `unref`'d, like the spare,
  * so it never keeps the host alive; and when the host exits without draining, the process groups
@@ -16,7 +18,7 @@
  * their own group, so nothing else would end them). Only groups an actor reported starting, by
  * pgid, and only while the leader is still the process that was recorded.
  */
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isSameProcess, processExists, signalTracked, snapshotTree, startTimeOf } from '@mcpool/protocol/processTree';
@@ -28,33 +30,123 @@ export interface ActorHostOptions {
   workerUrl?: URL;
   /** V8 limits per actor thread. @default { maxOldGenerationSizeMb: 128 } */
   resourceLimits?: ResourceLimits;
-  /** Keep one booted spare thread. @default true */
+  /** Keep one booted spare thread while no thread has room for another connection. @default true */
   warmSpare?: boolean;
+  /**
+   * Pool entries (upstream connections) one actor thread hosts. A thread costs several MB of RSS
+   * whatever it hosts, so sharing it is what keeps many entries cheap; the price is isolation:
+   * the connections of one thread die together (a crash, an out-of-memory, a busy loop in any of
+   * them) and come back together, each of their views seeing `disconnected` then `reconnected`.
+   * `1` gives every entry its own thread (full fault isolation). @default 16
+   */
+  connectionsPerThread?: number;
+}
+
+/** How long an emptied thread may take to end by itself before it is terminated. */
+const THREAD_EXIT_MS = 2000;
+
+/** One worker thread and the connections it hosts. */
+class ActorThread {
+  readonly worker: Worker;
+  /** The thread's own channel (`open`, `dispose`, `exit`); each connection has its own port. */
+  readonly channel: RpcChannel;
+  readonly connections = new Set<ActorHandle>();
+  readonly exited: Promise<number>;
+  #exitCode: number | undefined;
+  #lastError: Error | undefined;
+  /** Set once the thread was asked to end: no connection is placed on it any more. */
+  ending = false;
+
+  constructor(worker: Worker) {
+    this.worker = worker;
+    this.channel = new RpcChannel(worker, { ownsPort: false });
+    worker.on('error', (error) => {
+      this.#lastError = error;
+    });
+    this.exited = new Promise((resolve) => {
+      worker.once('exit', (code) => {
+        this.#exitCode = code;
+        const reason = new PoolError(ErrorCode.ACTOR_DIED, this.#lastError ? `the actor thread died: ${this.#lastError.message}` : `the actor thread exited with code ${code}`, {
+          data: { exitCode: code },
+          ...(this.#lastError ? { cause: this.#lastError } : {}),
+        });
+        this.channel.fail(reason);
+        for (const handle of [...this.connections]) handle.threadExited(code, reason);
+        resolve(code);
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return this.#exitCode === undefined;
+  }
+
+  /** The thread keeps the host alive while any of its connections is held or ending. */
+  updateRef(): void {
+    if (!this.alive) return;
+    if ([...this.connections].some((handle) => handle.holdsHost)) this.worker.ref();
+    else this.worker.unref();
+  }
+
+  /** Ends an empty thread: it is asked to exit, and terminated if it has not within a bound. */
+  async end(): Promise<void> {
+    this.ending = true;
+    if (!this.alive) return;
+    const asked = await this.channel.request<{ exiting: boolean }>('exit', null, { timeoutMs: THREAD_EXIT_MS }).catch(() => ({ exiting: false }));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), asked.exiting ? THREAD_EXIT_MS : 0);
+      timer.unref();
+    });
+    const outcome = await Promise.race([this.exited, deadline]);
+    clearTimeout(timer);
+    if (outcome === 'timeout' && this.alive) await this.worker.terminate();
+  }
+
+  async terminate(): Promise<void> {
+    this.ending = true;
+    if (!this.alive) return;
+    await this.worker.terminate();
+    await this.exited;
+  }
 }
 
 export type ActorEventListener = (ev: string, data: unknown) => void;
 
-/** One actor thread, seen from the supervisor. */
+/** One connection actor (a pool entry) on its thread, seen from the supervisor. */
 export class ActorHandle {
+  /** The thread hosting this connection (shared with the others placed on it). */
   readonly worker: Worker;
+  /** This connection's own control channel. */
   readonly control: RpcChannel;
   /** The child's pid and process group, once the actor reported them. */
   pgid: number | undefined;
+  /** Resolves once the connection ended: its port closed (0) or its thread exited (the thread's code). */
   readonly exited: Promise<number>;
+  readonly #thread: ActorThread;
+  /** The thread's id for this connection, once `open` answered. */
+  readonly #opened: Promise<number | undefined>;
   #exitCode: number | undefined;
+  #resolveExited!: (code: number) => void;
   #listeners = new Set<ActorEventListener>();
   #exitListeners = new Set<(code: number, error: Error | undefined) => void>();
-  #lastError: Error | undefined;
   /** Process groups this actor started and has not reported reaped, with their leader's start time. */
   readonly #groups = new Map<number, string | undefined>();
-  /** Set once a shutdown or terminate began: the worker stays ref'd until it has exited. */
+  /** Set once a shutdown or terminate began: the thread stays ref'd until this connection ended. */
   #ending = false;
+  #held = true;
+  /** The actor said it closed: its port closing next is a clean end, not its thread dying. */
+  #announced = false;
 
   /** `log` receives the actor's log records (a child logger bound to its entry). */
-  constructor(worker: Worker, log: Logger = SILENT_LOGGER) {
-    this.worker = worker;
-    this.control = new RpcChannel(worker, {
-      ownsPort: false,
+  constructor(thread: ActorThread, log: Logger = SILENT_LOGGER) {
+    this.#thread = thread;
+    this.worker = thread.worker;
+    const { port1, port2 } = new MessageChannel();
+    this.exited = new Promise((resolve) => {
+      this.#resolveExited = resolve;
+    });
+    this.control = new RpcChannel(port1, {
       onEvent: (ev, data) => {
         if (ev === 'log') {
           writeRecord(log, data as LogRecord);
@@ -66,6 +158,8 @@ export class ActorHandle {
           this.#groups.set(pgid, startTimeOf(pgid));
         } else if (ev === 'reaped') {
           this.#groups.delete((data as { pgid: number }).pgid);
+        } else if (ev === 'closed') {
+          this.#announced = true;
         }
         for (const listener of this.#listeners) {
           try {
@@ -75,22 +169,69 @@ export class ActorHandle {
           }
         }
       },
+      onClose: () => this.#portClosed(),
     });
-    worker.on('error', (error) => {
-      this.#lastError = error;
+    // Only the thread keeps the host alive (ref'd while a connection on it is held): the port,
+    // ref'd by its `message` listener, would keep it alive even for an idle entry.
+    port1.unref();
+    thread.connections.add(this);
+    thread.updateRef();
+    // Requests on `control` queue in the port until the thread listens on it.
+    this.#opened = thread.channel
+      .request<{ id: number }>('open', { port: port2 }, { transfer: [port2] })
+      .then(({ id }) => id)
+      .catch(() => undefined);
+  }
+
+  /** The hosting thread's id (connections on one thread share it). */
+  get threadId(): number {
+    return this.worker.threadId;
+  }
+
+  /** Held by a session, or ending: its thread must keep the host alive. */
+  get holdsHost(): boolean {
+    return this.alive && (this.#held || this.#ending);
+  }
+
+  /** The thread exited under this connection. */
+  threadExited(code: number, reason: PoolError): void {
+    this.#end(code, reason.cause instanceof Error ? reason.cause : undefined, reason);
+  }
+
+  /**
+   * A clean end when the actor announced it. Otherwise the thread is dying (a worker's ports close
+   * before its `exit` is seen): nothing more is placed on it, and the connection ends with the
+   * thread's exit code; a thread that does not exit within a bound is ended, being broken.
+   */
+  #portClosed(): void {
+    if (this.#announced) {
+      this.#end(0, undefined);
+      return;
+    }
+    const thread = this.#thread;
+    thread.ending = true;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), THREAD_EXIT_MS);
     });
-    this.exited = new Promise((resolve) => {
-      worker.once('exit', (code) => {
-        this.#exitCode = code;
-        const reason = new PoolError(ErrorCode.ACTOR_DIED, this.#lastError ? `the actor thread died: ${this.#lastError.message}` : `the actor thread exited with code ${code}`, {
-          data: { exitCode: code },
-          ...(this.#lastError ? { cause: this.#lastError } : {}),
-        });
-        this.control.fail(reason);
-        for (const listener of this.#exitListeners) listener(code, this.#lastError);
-        resolve(code);
-      });
+    void Promise.race([thread.exited, deadline]).then((outcome) => {
+      clearTimeout(timer);
+      if (outcome === 'timeout') void thread.terminate();
     });
+  }
+
+  #end(code: number, error: Error | undefined, reason?: PoolError): void {
+    if (this.#exitCode !== undefined) return;
+    this.#exitCode = code;
+    // Calls still pending reject with the thread's death, or as closed.
+    this.control.fail(reason ?? new PoolError(ErrorCode.PORT_CLOSED, 'the actor closed its channel'));
+    this.#thread.connections.delete(this);
+    this.#thread.updateRef();
+    // Its last connection gone, a thread ends: nothing of a past connection lingers in a new one.
+    // Marked before the listeners run, since a replacement they create must not land on it.
+    if (this.#thread.connections.size === 0 && !this.#thread.ending) void this.#thread.end();
+    for (const listener of this.#exitListeners) listener(code, error);
+    this.#resolveExited(code);
   }
 
   get alive(): boolean {
@@ -109,9 +250,10 @@ export class ActorHandle {
     this.#exitListeners.add(listener);
   }
 
-  /** A held actor keeps the host process alive (its sessions are using it). */
+  /** A held actor keeps the host process alive (its sessions are using it): its thread is ref'd. */
   ref(): void {
-    if (this.alive) this.worker.ref();
+    this.#held = true;
+    this.#thread.updateRef();
   }
 
   /**
@@ -119,7 +261,8 @@ export class ActorHandle {
    * {@link killGroupsNow}). Ignored once a shutdown began, which must be allowed to finish.
    */
   unref(): void {
-    if (this.alive && !this.#ending) this.worker.unref();
+    this.#held = false;
+    this.#thread.updateRef();
   }
 
   /**
@@ -138,13 +281,13 @@ export class ActorHandle {
   }
 
   /**
-   * Asks the actor to close (child tree ended gracefully), waits for the thread to exit, and
+   * Asks the actor to close (child tree ended gracefully), waits for the connection to end, and
    * falls back to `terminate()` plus a group SIGKILL past `timeoutMs`.
    */
   async shutdown(reason: string, timeoutMs: number): Promise<void> {
     if (!this.alive) return;
     this.#ending = true;
-    this.worker.ref();
+    this.#thread.updateRef();
     const closed = this.control.request('close', { reason }, { timeoutMs }).catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'timeout'>((resolve) => {
@@ -156,17 +299,33 @@ export class ActorHandle {
   }
 
   /**
-   * Force-ends the child's tree, then the thread. The tree goes first, while the thread still
+   * Force-ends the child's tree, then the connection: disposed on its thread, or the thread
+   * terminated when it was the last one there, or when the thread is blocked (nothing on it can
+   * answer; its other connections die with it). The tree goes first, while the thread still
    * lives: its event loop reaps the child. A child killed after its thread died stays a zombie
    * under the supervisor, because Node cannot reap a pid it has no handle for.
    */
   async terminate(options: { blocked?: boolean } = {}): Promise<void> {
     this.#ending = true;
-    if (this.alive) this.worker.ref();
+    this.#thread.updateRef();
     await this.killTree({ reap: !options.blocked });
     if (!this.alive) return;
-    await this.worker.terminate();
-    await this.exited;
+    const alone = [...this.#thread.connections].every((handle) => handle === this);
+    const id = options.blocked || alone ? undefined : await this.#opened;
+    if (id === undefined) {
+      await this.#thread.terminate();
+      await this.exited;
+      return;
+    }
+    await this.#thread.channel.request('dispose', { id, reason: 'terminated' }, { timeoutMs: THREAD_EXIT_MS }).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), THREAD_EXIT_MS);
+    });
+    const outcome = await Promise.race([this.exited, deadline]);
+    clearTimeout(timer);
+    // A thread that cannot dispose one connection in time is not healthy: it goes, with the rest.
+    if (outcome === 'timeout') await this.#thread.terminate();
   }
 
   /**
@@ -192,7 +351,7 @@ export class ActorHandle {
     // Done when every killed process is gone (a zombie counts as gone) and, while the thread
     // lives, its loop has reaped the roots. Bounded: a loaded machine can take a while to reap.
     const done = (): boolean =>
-      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(reap && this.alive && groups.some(([pgid]) => processExists(pgid)));
+      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(reap && this.#thread.alive && groups.some(([pgid]) => processExists(pgid)));
     for (let i = 0; i < 300 && !done(); i++) await delay(10);
   }
 }
@@ -230,47 +389,63 @@ export class ActorHost {
   readonly #workerPath: string;
   readonly #resourceLimits: ResourceLimits;
   readonly #warmSpare: boolean;
-  #spare: Worker | undefined;
+  readonly #perThread: number;
+  /** A booted thread hosting nothing yet. */
+  #spare: ActorThread | undefined;
   #closed = false;
   readonly #live = new Set<ActorHandle>();
+  /** Threads hosting connections (or emptied and ending), not the spare. */
+  readonly #threads = new Set<ActorThread>();
 
   constructor(options: ActorHostOptions = {}) {
     const url = options.workerUrl ?? new URL(import.meta.resolve('@mcpool/actor/worker'));
     this.#workerPath = fileURLToPath(url);
     this.#resourceLimits = options.resourceLimits ?? { maxOldGenerationSizeMb: 128 };
     this.#warmSpare = options.warmSpare ?? true;
+    const perThread = options.connectionsPerThread ?? 16;
+    if (!Number.isInteger(perThread) || perThread < 1) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `connectionsPerThread must be a positive integer, got ${perThread}`);
+    this.#perThread = perThread;
   }
 
-  /** Live actor threads (not counting the spare). */
+  /** Live connection actors (pool entries). */
   get liveCount(): number {
     return this.#live.size;
   }
 
-  /** Starts the warm spare if none is ready. */
+  /** Live threads hosting connections (not counting the spare). */
+  get threadCount(): number {
+    let count = 0;
+    for (const thread of this.#threads) if (thread.alive) count += 1;
+    return count;
+  }
+
+  /** Starts the warm spare if none is ready and no thread has room for another connection. */
   prewarm(): void {
-    if (this.#closed || !this.#warmSpare || this.#spare !== undefined) return;
-    const spare = this.#newWorker();
+    if (this.#closed || !this.#warmSpare || this.#spare !== undefined || this.#withRoom() !== undefined) return;
+    const spare = new ActorThread(this.#newWorker());
     // An idle spare must not keep the process alive, and a spare that fails to boot (a bad
     // workerUrl) must not crash the host: the next create() boots a fresh worker and fails there.
-    spare.unref();
-    spare.on('error', () => undefined);
-    spare.once('exit', () => {
+    spare.worker.unref();
+    void spare.exited.then(() => {
       if (this.#spare === spare) this.#spare = undefined;
     });
     this.#spare = spare;
   }
 
   /**
-   * A worker for a new actor (ref'd until the pool calls `unref` on it): the warm spare when
-   * there is one, then a new spare is booted. `log` receives the actor's log records.
+   * A connection actor (ref'd until the pool calls `unref` on it), placed on a thread with room,
+   * else the warm spare, else a new thread; then a new spare is booted if no thread has room.
+   * `log` receives the actor's log records.
    */
   create(log?: Logger): ActorHandle {
     if (this.#closed) throw new PoolError(ErrorCode.POOL_DRAINING, 'the actor host is closed');
-    let worker = this.#spare;
-    this.#spare = undefined;
-    if (worker === undefined) worker = this.#newWorker();
-    worker.ref();
-    const handle = new ActorHandle(worker, log);
+    let thread = this.#withRoom();
+    if (thread === undefined && this.#spare?.alive) thread = this.#spare;
+    if (thread === this.#spare) this.#spare = undefined;
+    if (thread === undefined) thread = new ActorThread(this.#newWorker());
+    this.#threads.add(thread);
+    void thread.exited.then(() => this.#threads.delete(thread));
+    const handle = new ActorHandle(thread, log);
     this.#live.add(handle);
     trackOpen(this, true);
     void handle.exited.then(() => this.#live.delete(handle));
@@ -278,18 +453,29 @@ export class ActorHost {
     return handle;
   }
 
-  /** Ends the spare and force-ends any actor still alive (callers shut actors down first). */
+  /** Ends the spare and force-ends any actor and thread still alive (callers shut actors down first). */
   async close(): Promise<void> {
     this.#closed = true;
     const spare = this.#spare;
     this.#spare = undefined;
     await Promise.all([spare?.terminate(), ...[...this.#live].map((handle) => handle.terminate())]);
+    await Promise.all([...this.#threads].map((thread) => thread.terminate()));
     trackOpen(this, false);
   }
 
   /** Synchronously SIGKILLs the process groups every live actor holds (the host is exiting). */
   killGroupsNow(): void {
     for (const handle of this.#live) handle.killGroupsNow();
+  }
+
+  /** The fullest live thread that can take one more connection (packing keeps threads few). */
+  #withRoom(): ActorThread | undefined {
+    let best: ActorThread | undefined;
+    for (const thread of this.#threads) {
+      if (!thread.alive || thread.ending || thread.connections.size >= this.#perThread) continue;
+      if (best === undefined || thread.connections.size > best.connections.size) best = thread;
+    }
+    return best;
   }
 
   #newWorker(): Worker {

@@ -106,7 +106,12 @@ export interface McpTransportPoolOptions {
   logLevel?: LogLevel | 'silent';
   /** Receives entry lifecycle and budget events. A throwing listener is logged, never fatal. */
   onEvent?: (event: PoolEvent) => void;
-  /** Actor thread hosting. */
+  /**
+   * Actor thread hosting. `connectionsPerThread` (default 16) entries share one worker thread,
+   * which saves a thread's memory per entry; the trade-off: the entries of one thread die together
+   * (a crash, an out-of-memory, a busy loop in any of them) and come back together, their views
+   * seeing `disconnected` then `reconnected`. `connectionsPerThread: 1` isolates every entry.
+   */
   actorHost?: ActorHostOptions;
   /**
    * Hard cap on live actor threads (one per entry, unpooled ones included; threads still shutting
@@ -271,8 +276,10 @@ export interface PoolBudgetCell extends BudgetCell {
 export interface PoolSnapshot {
   servers: Record<string, ServerSnapshotSummary>;
   budget: PoolBudgetCell;
-  /** Live actor threads and the stdio child processes behind them. */
+  /** Live connection actors (one per entry) and the stdio child processes behind them. */
   liveActors: number;
+  /** Live worker threads hosting those actors (several share one; the warm spare is not counted). */
+  actorThreads: number;
   /** The hard cap on live actor threads (`maxActors`). */
   maxActors: number;
   /** Spawns one session may have under way at once (`maxParallelSpawnsPerSession`). */
@@ -778,6 +785,7 @@ export class McpTransportPool {
       servers,
       budget: { ...this.#budget.cell(), bySharing },
       liveActors: this.#host.liveCount,
+      actorThreads: this.#host.threadCount,
       maxActors: this.#maxActors,
       maxParallelSpawnsPerSession: this.#maxParallelSpawns,
       heartbeat: { intervalMs: this.#heartbeatIntervalMs, timeoutMs: this.#heartbeatTimeoutMs, misses: this.#heartbeatMisses },

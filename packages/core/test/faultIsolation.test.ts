@@ -100,7 +100,8 @@ describe('actor death is contained', () => {
     it(`a worker that ${kind === 'busy' ? 'busy-loops' : kind === 'oom' ? 'exhausts its heap' : kind === 'exit' ? 'exits' : 'throws'} fails its entry alone while another entry serves with zero errors`, async () => {
       const events: PoolEvent[] = [];
       const pool = newPool({
-        actorHost: { workerUrl: CRASHABLE, resourceLimits: { maxOldGenerationSizeMb: 48 } },
+        // One thread per entry: the other entry's survival is what is tested.
+        actorHost: { workerUrl: CRASHABLE, resourceLimits: { maxOldGenerationSizeMb: 48 }, connectionsPerThread: 1 },
         onEvent: (event) => events.push(event),
       });
       const mark = newMark(`death-${kind}`);
