@@ -85,8 +85,6 @@ export class UpstreamClient {
   #options: UpstreamClientOptions;
   #nextId = 1;
   #closed = false;
-  /** The transport said the server can no longer answer; the close follows. */
-  #lost = false;
   #lastError: Error | undefined;
 
   constructor(transport: UpstreamTransport, options: UpstreamClientOptions) {
@@ -97,16 +95,17 @@ export class UpstreamClient {
       this.#lastError = error;
     };
     transport.onclose = () => this.#onClose();
-    transport.onlost = () => this.#onLost();
+    // A server that can no longer answer is gone for the client: calls in flight reject and the
+    // close listeners (the connection machine) learn now; the transport's own close follows.
+    transport.onlost = () => this.#onClose();
   }
 
   get transport(): UpstreamTransport {
     return this.#transport;
   }
 
-  /** True once the connection closed, or was lost and is about to. */
   get closed(): boolean {
-    return this.#closed || this.#lost;
+    return this.#closed;
   }
 
   /** The last error the transport reported (the reason of a close, a skipped stdout banner). */
@@ -147,7 +146,7 @@ export class UpstreamClient {
 
   /** Sends a request and resolves with its result, as the server sent it. */
   request(method: string, params: Record<string, unknown> | undefined, options: UpstreamRequestOptions): Promise<Record<string, unknown>> {
-    if (this.#closed || this.#lost) return Promise.reject(new UpstreamClosedError('the connection is closed'));
+    if (this.#closed) return Promise.reject(new UpstreamClosedError('the connection is closed'));
     const { signal, onProgress } = options;
     if (signal?.aborted) return Promise.reject(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'));
     const id = this.#nextId++;
@@ -279,23 +278,12 @@ export class UpstreamClient {
     await this.#transport.send(reply).catch(() => undefined);
   }
 
-  /** Rejects what is in flight either way; the listeners wait for the close itself. */
-  #onLost(): void {
-    if (this.#lost || this.#closed) return;
-    this.#lost = true;
-    this.#failInFlight();
-  }
-
-  #failInFlight(): void {
-    const error = new UpstreamClosedError(this.#lastError ? `the connection closed: ${this.#lastError.message}` : 'the connection closed');
-    for (const pending of [...this.#pending.values()]) pending.reject(error);
-    for (const controller of this.#incoming.values()) controller.abort(error);
-  }
-
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#failInFlight();
+    const error = new UpstreamClosedError(this.#lastError ? `the connection closed: ${this.#lastError.message}` : 'the connection closed');
+    for (const pending of [...this.#pending.values()]) pending.reject(error);
+    for (const controller of this.#incoming.values()) controller.abort(error);
     for (const listener of [...this.#closeListeners]) {
       try {
         listener(this.#lastError);
