@@ -615,6 +615,9 @@ export function authRequired(error: UpstreamHttpError): PoolError {
  * swept, its start time checked. Never rejects.
  */
 async function closeTransport(client: UpstreamClient): Promise<SweepResult | undefined> {
+  // A loss is announced while its calls' rejections are still on their way to the views: the
+  // `ps` below (a spawn, milliseconds on a busy machine) waits until this turn's answers left.
+  await new Promise<void>((resolve) => setImmediate(resolve));
   const transport = client.transport;
   const pid = transport instanceof ProcessGroupStdioTransport ? transport.pid : undefined;
   const tree: TreeSnapshot | undefined = pid === undefined ? undefined : await snapshotTree(pid, pid).catch(() => undefined);

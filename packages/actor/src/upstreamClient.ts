@@ -97,6 +97,9 @@ export class UpstreamClient {
       if (error instanceof UpstreamStreamError) this.#pendingOf(error.requestId)?.reject(error);
     };
     transport.onclose = () => this.#onClose();
+    // A server that can no longer answer is gone for the client: calls in flight reject and the
+    // close listeners (the connection machine) learn now; the transport's own close follows.
+    transport.onlost = () => this.#onClose();
   }
 
   get transport(): UpstreamTransport {

@@ -64,6 +64,7 @@ export class ViewHub {
     const state: ViewState = { channel: undefined!, client, inflight: new Set(), subscriptions: new Set(), outbox };
     state.channel = new RpcChannel(port, {
       handler: (op, opArgs, ctx) => this.#handle(viewId, state, op, opArgs, ctx),
+      batch: true,
       onClose: () => this.#forget(viewId, state),
     });
     this.#views.set(viewId, state);

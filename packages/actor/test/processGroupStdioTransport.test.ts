@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ProcessGroupStdioTransport, UpstreamClient, groupAlive } from '@mcpool/actor';
+import { ProcessGroupStdioTransport, UpstreamClient, UpstreamClosedError, groupAlive } from '@mcpool/actor';
 import { expectNoSurvivors, FIXTURES, isAlive, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 
 const marks: string[] = [];
@@ -92,6 +92,44 @@ describe('ProcessGroupStdioTransport', () => {
         expect(result.content).toEqual([{ type: 'text', text: 'went' }]);
         expect(seen).toEqual([1]);
       }
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('the end of stdout loses the server at once: the answer before it arrives, the rest reject, the surviving root is ended', async () => {
+    const mark = newMark('eof');
+    // Answers the first request, closes its stdout and lives on: only the end of stdout tells.
+    const script = 'read a; read b; echo \'{"jsonrpc":"2.0","id":1,"result":{"ok":true}}\'; exec >&-; sleep 20';
+    const transport = new ProcessGroupStdioTransport({ command: 'sh', args: ['-c', script, mark], shutdownStepMs: 200 });
+    const client = new UpstreamClient(transport, { cancelBy: 'notification' });
+    const order: string[] = [];
+    const onlost = transport.onlost!;
+    transport.onlost = () => {
+      order.push('lost');
+      onlost();
+    };
+    const closed = new Promise<void>((resolve) => client.onClose(() => resolve()));
+    try {
+      await client.start();
+      const first = client.request('a', {}, { timeoutMs: 30_000 });
+      const second = client.request('b', {}, { timeoutMs: 30_000 }).catch((error: unknown) => error);
+      const started = performance.now();
+      expect(await first).toEqual({ ok: true });
+      const error = await second;
+      order.push('rejected');
+      expect(error).toBeInstanceOf(UpstreamClosedError);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(client.closed).toBe(true);
+      await expect(client.request('c', {}, { timeoutMs: 1_000 })).rejects.toBeInstanceOf(UpstreamClosedError);
+      // The client's close listeners heard of it with the loss, not when the process went.
+      await closed;
+      order.push('closed');
+      expect(order).toEqual(['lost', 'rejected', 'closed']);
+      // The shell would sleep for 20 s: the transport ends its group instead (the sleep,
+      // re-parented once the shell is gone, is reaped a moment later).
+      await expect.poll(() => groupAlive(transport.pid!), { timeout: 5_000 }).toBe(false);
+      expect(performance.now() - started).toBeLessThan(10_000);
     } finally {
       await client.close();
     }

@@ -175,6 +175,7 @@ export class PooledConnection {
   #open(port: MessagePort): RpcChannel {
     const channel: RpcChannel = new RpcChannel(port, {
       handler: (op, opArgs, ctx) => this.#onServerRequest(op, opArgs, ctx.signal),
+      batch: true,
       onEvent: (ev, data) => this.#onActorEvent(ev as keyof ViewEvents, data),
       // A late close of a port this view has left behind says nothing about the current one.
       onClose: (reason) => {

@@ -11,6 +11,8 @@
  *   `{k:'req', id, op, args}` → `{k:'res', id, ok:true, result}` | `{k:'res', id, ok:false, error}`
  *   `{k:'ev', ev, data}` one-way events; `{k:'cancel', id}` aborts a request's handler signal;
  *   `{k:'prog', id, data}` progress for request `id`, delivered to that request's caller only.
+ * A channel with `batch` set sends what it posts within one tick as one array of such messages;
+ * every channel reads both forms.
  */
 import { ErrorCode, PoolError, errorFromWire, errorToWire, type WireError } from './errors.js';
 
@@ -65,6 +67,12 @@ export interface RpcChannelOptions {
    * (a worker's `parentPort`). @default true
    */
   ownsPort?: boolean;
+  /**
+   * Messages posted within one tick leave as one `postMessage` (an array), in order: under
+   * concurrency each hop costs one clone and one wake-up of the other thread instead of one per
+   * message. A lone message waits only for the current tick's promise jobs to run. @default false
+   */
+  batch?: boolean;
 }
 
 interface Pending {
@@ -101,6 +109,8 @@ export class RpcChannel {
   readonly #handling = new Map<number, AbortController | undefined>();
   #nextId = 1;
   #closed: PoolError | undefined;
+  /** Messages waiting for the end of the tick (`batch` only). */
+  #queue: Incoming[] = [];
 
   constructor(port: RpcPort, options: RpcChannelOptions = {}) {
     this.#port = port;
@@ -161,6 +171,8 @@ export class RpcChannel {
    */
   fail(reason: PoolError): void {
     if (this.#closed) return;
+    // What was posted before the close still leaves, as it would have without batching.
+    this.#flush();
     this.#closed = reason;
     this.#port.off('message', this.#onMessage);
     this.#port.off('close', this.#onPortClose);
@@ -181,6 +193,40 @@ export class RpcChannel {
   }
 
   #post(message: Incoming, transfer?: readonly Transferable[]): void {
+    if (this.#options.batch !== true) {
+      this.#postOne(message, transfer);
+      return;
+    }
+    if (transfer !== undefined && transfer.length > 0) {
+      // What is transferred goes alone, after what was queued before it.
+      this.#flush();
+      this.#postOne(message, transfer);
+      return;
+    }
+    // nextTick, queued from a promise job, runs once every promise job of this tick has run:
+    // answers settled together leave together, and nothing waits for the next turn of the loop.
+    if (this.#queue.push(message) === 1) process.nextTick(this.#flush);
+  }
+
+  readonly #flush = (): void => {
+    const queue = this.#queue;
+    if (queue.length === 0) return;
+    this.#queue = [];
+    // A closed port drops what it is given; the pending requests were rejected by the close.
+    if (this.#closed) return;
+    if (queue.length === 1) {
+      this.#postOne(queue[0]!);
+      return;
+    }
+    try {
+      this.#port.postMessage(queue);
+    } catch {
+      // One message that cannot be cloned fails alone: each is sent again on its own.
+      for (const message of queue) this.#postOne(message);
+    }
+  };
+
+  #postOne(message: Incoming, transfer?: readonly Transferable[]): void {
     try {
       this.#port.postMessage(message, transfer);
     } catch (error) {
@@ -224,6 +270,18 @@ export class RpcChannel {
   };
 
   readonly #onMessage = (message: unknown): void => {
+    if (Array.isArray(message)) {
+      for (const one of message) {
+        // A message may close the channel (an answer whose caller fails it): the rest is dropped.
+        if (this.#closed) return;
+        this.#onOne(one);
+      }
+      return;
+    }
+    this.#onOne(message);
+  };
+
+  #onOne(message: unknown): void {
     if (!isIncoming(message)) return;
     switch (message.k) {
       case 'res':
@@ -243,7 +301,7 @@ export class RpcChannel {
         void this.#handle(message.id, message.op, message.args);
         return;
     }
-  };
+  }
 
   async #handle(id: number, op: string, args: unknown): Promise<void> {
     const handler = this.#options.handler;

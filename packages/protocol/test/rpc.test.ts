@@ -326,6 +326,112 @@ describe('over a MessageChannel', () => {
   });
 });
 
+describe('batching', () => {
+  /** Counts the postMessage calls a port makes and the messages they carry. */
+  function countPosts(port: MessagePort): { posts: number; arrays: number } {
+    const counts = { posts: 0, arrays: 0 };
+    const post = port.postMessage.bind(port);
+    port.postMessage = (message: unknown, transfer?: readonly import('node:worker_threads').TransferListItem[]) => {
+      counts.posts++;
+      if (Array.isArray(message)) counts.arrays++;
+      post(message, transfer);
+    };
+    return counts;
+  }
+
+  it('sends the requests of one tick as one post and the answers of one tick as one, in order', async () => {
+    // Arrange
+    const order: number[] = [];
+    const { clientPort, serverPort, client } = pair(
+      (_op, args) => {
+        order.push(args as number);
+        return (args as number) * 2;
+      },
+      { batch: true },
+      { batch: true },
+    );
+    const sent = countPosts(clientPort);
+    const answered = countPosts(serverPort);
+    // Act
+    const results = await Promise.all(Array.from({ length: 16 }, (_, i) => client.request('double', i)));
+    // Assert
+    expect(results).toEqual(Array.from({ length: 16 }, (_, i) => i * 2));
+    expect(order).toEqual(Array.from({ length: 16 }, (_, i) => i));
+    expect(sent).toEqual({ posts: 1, arrays: 1 });
+    expect(answered).toEqual({ posts: 1, arrays: 1 });
+  });
+
+  it('a lone message goes alone, not wrapped, and a channel without batch reads a batch', async () => {
+    // Arrange: only the client batches.
+    const { clientPort, client } = pair((_op, args) => args, { batch: true });
+    const sent = countPosts(clientPort);
+    // Act
+    const one = await client.request('echo', 'one');
+    const many = await Promise.all([client.request('echo', 'a'), client.request('echo', 'b')]);
+    // Assert
+    expect(one).toBe('one');
+    expect(many).toEqual(['a', 'b']);
+    expect(sent).toEqual({ posts: 2, arrays: 1 });
+  });
+
+  it('a message that cannot be cloned fails alone; the others of its batch are answered', async () => {
+    // Arrange
+    const { client } = pair(
+      (_op, args) => {
+        if (args === 'bad answer') return { fn: () => 1 };
+        return args;
+      },
+      { batch: true },
+      { batch: true },
+    );
+    // Act
+    const outcomes = await Promise.allSettled([
+      client.request('echo', 'a'),
+      client.request('echo', { fn: () => 1 }),
+      client.request('echo', 'bad answer'),
+      client.request('echo', 'b'),
+    ]);
+    // Assert
+    expect(outcomes[0]).toEqual({ status: 'fulfilled', value: 'a' });
+    expect((outcomes[1] as PromiseRejectedResult).reason.code).toBe(ErrorCode.INVALID_ARGUMENT);
+    expect((outcomes[2] as PromiseRejectedResult).reason.code).toBe(ErrorCode.INTERNAL);
+    expect(outcomes[3]).toEqual({ status: 'fulfilled', value: 'b' });
+    expect(client.closed).toBe(false);
+  });
+
+  it('events and answers keep their order within a batch, and what was queued before a close still leaves', async () => {
+    // Arrange
+    const seen: string[] = [];
+    let done: () => void = () => undefined;
+    const closed = new Promise<void>((resolve) => (done = resolve));
+    const { server } = pair(() => undefined, {
+      onEvent: (ev) => seen.push(ev),
+      onClose: () => done(),
+    }, { batch: true });
+    // Act: three events in one tick, then the channel is closed in the same tick.
+    server.emit('first', 1);
+    server.emit('second', 2);
+    server.emit('third', 3);
+    server.close('done');
+    await closed;
+    // Assert
+    expect(seen).toEqual(['first', 'second', 'third']);
+  });
+
+  it('requests queued on a channel whose port closes reject with MCPOOL_PORT_CLOSED', async () => {
+    // Arrange
+    const { client, serverPort } = pair(hang, { batch: true });
+    // Act
+    const pending = [client.request('a', 1), client.request('b', 2)];
+    serverPort.close();
+    const errors = await Promise.all(pending.map(rejectionOf));
+    // Assert
+    expect(errors.map((e) => e.code)).toEqual([ErrorCode.PORT_CLOSED, ErrorCode.PORT_CLOSED]);
+    expect(client.pendingCount).toBe(0);
+    await expect(client.request('c', 3)).rejects.toMatchObject({ code: ErrorCode.PORT_CLOSED });
+  });
+});
+
 describe('across a worker thread', () => {
   interface WorkerHarness {
     worker: Worker;

@@ -39,6 +39,9 @@ export class TransportLostError extends Error {
   }
 }
 
+/** How long a root whose stdout ended may take to exit on its own before the group is ended. */
+const LOST_GRACE_MS = 100;
+
 /** How much of the child's stderr is kept for error messages. */
 const STDERR_TAIL_BYTES = 4096;
 
@@ -107,6 +110,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JsonRpcMessage) => void;
+  onlost?: () => void;
 
   readonly #options: ProcessGroupStdioOptions;
   readonly #reader = new LineReader();
@@ -116,6 +120,9 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   #stderrTail = '';
   #closing: Promise<void> | undefined;
   #closeNotified = false;
+  #lostNotified = false;
+  /** stdin is corked until the end of this tick: the lines written in one tick leave in one write. */
+  #corked = false;
   #delivering = false;
   /** Set while stdout is paused by the read gate; the timer resumes it. */
   #resumeTimer: NodeJS.Timeout | undefined;
@@ -172,10 +179,15 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       this.#reader.append(chunk);
       this.#drainReadBuffer();
     });
+    // The end of stdout is the end of every answer: whatever was written before it has been
+    // read (a stream emits 'end' after its last 'data'), so calls still waiting are lost now,
+    // 10–50 ms before the process's exit is reaped and reported.
+    child.stdout.on('end', () => this.#notifyLost());
     child.stdout.on('error', (error) => this.onerror?.(error));
     child.stdin.on('error', (error) => {
-      // EPIPE after the child died is expected; the exit path reports the loss.
-      if ((error as NodeJS.ErrnoException).code !== 'EPIPE') this.onerror?.(error);
+      // EPIPE: the child closed its stdin, which a server does only when it is dying.
+      if ((error as NodeJS.ErrnoException).code === 'EPIPE') this.#notifyLost();
+      else this.onerror?.(error);
     });
     let partial = '';
     child.stderr.on('data', (chunk: Buffer) => {
@@ -263,6 +275,15 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       throw new TransportLostError('the server process is not running');
     }
     const line = `${JSON.stringify(message)}\n`;
+    if (!this.#corked) {
+      this.#corked = true;
+      stdin.cork();
+      // Runs once this tick's promise jobs have run: requests sent together share one syscall.
+      process.nextTick(() => {
+        this.#corked = false;
+        stdin.uncork();
+      });
+    }
     try {
       if (!stdin.write(line)) await once(stdin, 'drain');
     } catch (error) {
@@ -325,6 +346,23 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       await delay(Math.min(left, this.#exited ? 10 : 20));
     }
     return false;
+  }
+
+  #notifyLost(): void {
+    if (this.#lostNotified || this.#closeNotified) return;
+    this.#lostNotified = true;
+    // Lines still held (a paused read gate) are answers that arrived before the end: deliver them first.
+    this.#ungated = true;
+    this.#clearResume();
+    this.#drainReadBuffer();
+    this.onlost?.();
+    // A wrapper (a shell, npx) can outlive the server it ran: with no stdout there is nothing
+    // left to talk to, so the group is ended and the close follows, as when the root exits.
+    if (!this.#exited) {
+      setTimeout(() => {
+        if (!this.#exited) void this.close();
+      }, LOST_GRACE_MS).unref();
+    }
   }
 
   #notifyClose(force = false): void {

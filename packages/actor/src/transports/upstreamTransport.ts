@@ -87,6 +87,13 @@ export interface UpstreamTransport {
   onmessage?: (message: JsonRpcMessage) => void;
   /** The connection is gone (called once). */
   onclose?: () => void;
+  /**
+   * The server can no longer answer (its stdout ended, its stdin broke), reported as soon as
+   * that is known and before `onclose`, which may wait for the process to be reaped. Requests
+   * in flight are lost at this point. Called at most once; transports that learn of a loss only
+   * by their close need not call it.
+   */
+  onlost?: () => void;
   /** A non-fatal error, or the reason just before `onclose`. */
   onerror?: (error: Error) => void;
 }
