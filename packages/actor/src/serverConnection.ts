@@ -200,7 +200,10 @@ export class ServerConnection {
       // A failed spawn sweeps its tree like any other close path.
       const lastError = client?.lastError;
       // The stderr tail of a failed start may hold the server's credentials, like any stderr line.
-      const detail = client?.transport instanceof ProcessGroupStdioTransport ? secretScrubber(config)(describeStdioFailure(client.transport)) : '';
+      const stdio = client?.transport instanceof ProcessGroupStdioTransport ? client.transport : undefined;
+      // How the process ended is part of the report: its exit comes just after its stdout closed.
+      await stdio?.exitedWithin(STDIO_EXIT_WAIT_MS);
+      const detail = stdio === undefined ? '' : secretScrubber(config)(describeStdioFailure(stdio));
       if (client !== undefined) await closeTransport(client);
       throw toSpawnError(error, lastError, detail);
     } finally {
@@ -643,6 +646,9 @@ export function secretScrubber(config: ServerConfig): (line: string) => string {
 function emptyLists(): Lists {
   return { tools: [], prompts: [], resources: [], resourceTemplates: [] };
 }
+
+/** How long a failed start waits for a dying child's exit status before reporting without it. */
+const STDIO_EXIT_WAIT_MS = 250;
 
 function describeStdioFailure(stdio: ProcessGroupStdioTransport): string {
   const parts: string[] = [];

@@ -116,10 +116,17 @@ describe('a shared modern upstream', () => {
     const mark = newMark('twoviews');
     const workerPath = createRequire(import.meta.url).resolve('@mcpool/actor/worker');
     const worker = new Worker(workerPath);
-    const control = new RpcChannel(worker, { ownsPort: false });
-    worker.on('exit', () => control.close('exited'));
+    // The thread hosts connections: one is opened on a port of its own, which is its control channel.
+    const thread = new RpcChannel(worker, { ownsPort: false });
+    const connection = new MessageChannel();
+    const control = new RpcChannel(connection.port1);
+    worker.on('exit', () => {
+      thread.close('exited');
+      control.close('exited');
+    });
     const views: PooledConnection[] = [];
     try {
+      await thread.request('open', { port: connection.port2 }, { transfer: [connection.port2], timeoutMs: 20_000 });
       const { config } = normalizeServerConfig(fixtureConfig('v2EraServer.mjs', mark), { path: 'two' });
       const args: ActorStartArgs = {
         serverName: 'two',

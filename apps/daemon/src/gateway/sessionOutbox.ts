@@ -1,7 +1,7 @@
 /**
- * The notifications one downstream `/mcp` session has not taken yet. The SDK transport writes to
- * the session's HTTP responses without looking at `write()`'s answer, so a client that stops
- * reading would make the daemon buffer without bound; this holds them instead.
+ * The notifications one downstream `/mcp` session has not taken yet. Node buffers whatever is
+ * written to an HTTP response its client does not read, without bound; so a session's
+ * notifications go through here, which holds them (bounded) while a response cannot take more.
  *
  * Rule: while every open response of the session can take more (`writableNeedDrain` false), a
  * notification is written at once. While one cannot, notifications wait here: one with a key
