@@ -201,10 +201,10 @@ export class ServerConnection {
       const lastError = client?.lastError;
       // The stderr tail of a failed start may hold the server's credentials, like any stderr line.
       const stdio = client?.transport instanceof ProcessGroupStdioTransport ? client.transport : undefined;
-      // How the process ended is part of the report: its exit comes just after its stdout closed.
-      await stdio?.exitedWithin(STDIO_EXIT_WAIT_MS);
-      const detail = stdio === undefined ? '' : secretScrubber(config)(describeStdioFailure(stdio));
       if (client !== undefined) await closeTransport(client);
+      // Described once the tree is closed: the end of stdout is seen before the exit, and how the
+      // process ended (its own exit code, or our signal if it outlived the failure) is part of the report.
+      const detail = stdio === undefined ? '' : secretScrubber(config)(describeStdioFailure(stdio));
       throw toSpawnError(error, lastError, detail);
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -646,9 +646,6 @@ export function secretScrubber(config: ServerConfig): (line: string) => string {
 function emptyLists(): Lists {
   return { tools: [], prompts: [], resources: [], resourceTemplates: [] };
 }
-
-/** How long a failed start waits for a dying child's exit status before reporting without it. */
-const STDIO_EXIT_WAIT_MS = 250;
 
 function describeStdioFailure(stdio: ProcessGroupStdioTransport): string {
   const parts: string[] = [];

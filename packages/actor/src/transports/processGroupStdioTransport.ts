@@ -151,26 +151,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
     return this.#exitInfo;
   }
 
-  /**
-   * Resolves once the root process has exited, or after `ms`. The end of stdout is seen first
-   * (it counts as the loss of the server), so a failure report waits this long for the exit
-   * status that says how the server ended.
-   */
-  exitedWithin(ms: number): Promise<void> {
-    const child = this.#child;
-    if (child === undefined || this.#exited) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        child.off('exit', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      child.once('exit', done);
-    });
-  }
-
   async start(): Promise<void> {
     if (this.#child !== undefined) throw new Error('ProcessGroupStdioTransport already started');
     const { command, args = [], cwd, env } = this.#options;
