@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Where does a call's time go? Runs one path under V8's CPU profiler (every thread: the main
-// thread and the actor's worker) and prints the top functions by self time, per thread and by
+// thread and the actor's worker, through MCPOOL_WORKER_CPU_PROF) and prints the top functions by self time, per thread and by
 // package. `node test/bench/profile.mjs [--path=pool|direct|daemon] [--mode=seq|conc] [--calls=20000]`
 // `--path=daemon [--endpoint=/mcp/everything|/mcp|daemon-all-modern]`: the real daemon (`mcpool serve`, part 2's
 // config: server-everything over stdio, 127.0.0.1) runs under the profiler while this process
@@ -29,6 +29,8 @@ if (path === 'daemon') {
   const run = spawnSync(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=100', fileURLToPath(import.meta.url), `--path=${path}`, `--mode=${mode}`, `--calls=${calls}`, '--child=1'], {
     stdio: 'inherit',
     cwd: ROOT,
+    // The actor threads too: each writes its own profile when it exits at the pool's drain.
+    env: { ...process.env, MCPOOL_WORKER_CPU_PROF: dir },
   });
   if (run.status !== 0) process.exit(run.status ?? 1);
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) summarize(`${dir}/${file}`);

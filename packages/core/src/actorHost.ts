@@ -486,9 +486,16 @@ export class ActorHost {
 /**
  * The host's node flags that make sense in an actor thread. Workers inherit `execArgv` by
  * default, and flags like `--input-type` or `--eval` make every worker fail to start.
+ *
+ * `MCPOOL_WORKER_CPU_PROF=<dir>` runs every actor thread created from then on under V8's CPU
+ * profiler (`--cpu-prof --cpu-prof-dir=<dir>`), for finding where a call's time goes on the
+ * actor's side. It is read each time a thread is created (never at construction), and a thread
+ * writes its profile only when it exits by itself: one ended by `terminate()` writes none.
  */
 function workerExecArgv(): string[] {
   const kept: string[] = [];
+  const profileDir = process.env['MCPOOL_WORKER_CPU_PROF'];
+  if (profileDir !== undefined && profileDir !== '') kept.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval=100');
   const args = process.execArgv;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
