@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, type InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
 import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
 import { OPERATOR_ID, type Principal } from '../auth.js';
@@ -248,7 +248,7 @@ export class Gateway {
   async #post(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
     if (typeof request.headers['mcp-session-id'] === 'string') return this.#withSession(request, reply, scope);
     const body = request.body;
-    if (!isInitializeRequest(body)) {
+    if (!isInitialize(body)) {
       // Not the legacy handshake and no legacy session: a 2026-07-28 request is served statelessly.
       const verdict = classifyEra('POST', request.headers, body);
       if (verdict.era === 'reject') return reply.code(verdict.status).send(verdict.body);
@@ -480,4 +480,14 @@ export class Gateway {
       }
     }
   }
+}
+
+/**
+ * The SDK's `isInitializeRequest` (a zod parse of the whole message), run only on a body whose
+ * method is `initialize`: the schema requires that literal, so any other body fails it, and the
+ * modern requests that come here without a session (every one of them) skip the parse.
+ */
+function isInitialize(body: unknown): body is InitializeRequest {
+  if (typeof body !== 'object' || body === null || (body as { method?: unknown }).method !== 'initialize') return false;
+  return isInitializeRequest(body);
 }
