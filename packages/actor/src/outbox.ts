@@ -27,9 +27,10 @@ export const VIEW_QUEUE_BOUND = 500;
 export const UNASKED_LOGS_PER_SECOND = 100;
 /**
  * ... and this many at once after a calm spell. Every view of a server that starts flooding gets
- * its burst in the same instant, and each session's client parses it in the same instant too: at
- * a hundred (a second's worth), the client that hosted the measured calls stalled 70–670 ms right
- * at a flood's start. A tenth of a second's worth keeps that first moment like the ones after it.
+ * its burst in the same instant, and each session's client parses it in the same instant too: a
+ * second's worth at once stalled a client that also made calls to other servers by up to 670 ms
+ * right at the flood's start. A tenth of a second's worth makes that moment like the ones after
+ * it. A server's burst of logs outside any call loses what is past it (counted and reported).
  */
 export const UNASKED_LOG_BURST = 10;
 /** The unasked-log drops of one episode are reported after this long without one. */
