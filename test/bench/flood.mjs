@@ -14,9 +14,15 @@
  * `--cpu-prof` writes the daemon's CPU profile (main thread and actor threads) to a directory it
  * names; `--mem` reports the daemon's main-thread memory (heap, external, array buffers) per phase,
  * and with `--gc` also what it holds after a full collection every 5 s (garbage vs retained).
+ *
+ * Where the flood's slow calls come from: each call slower than twice the calm p99 is listed with
+ * how much of it this process's own event loop was stalled (past 100 ms) and, with `--mem`, the
+ * daemon's; beside it the share of a core the daemon, the two servers and this process used, calm
+ * vs flood, what one reading session got in each of the flood's first ten seconds, and (`--mem`)
+ * the daemon's worst loop delay in each second around the flood's start.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,13 +65,46 @@ const daemon = spawn(process.execPath, [...nodeArgs, BIN, 'serve', '--config', j
 let out = '';
 daemon.stdout.on('data', (chunk) => (out += chunk));
 const mem = [];
+/** Stalls past 100 ms of the daemon's main loop (`--mem`) and of this process's, as { end: wall ms, ms }. */
+const daemonStalls = [];
+const benchStalls = [];
+let benchLast = Date.now();
+const benchWatch = setInterval(() => {
+  const now = Date.now();
+  if (now - benchLast > 110) benchStalls.push({ end: now, ms: now - benchLast - 10 });
+  benchLast = now;
+}, 10);
+benchWatch.unref();
+/** How much of [from, to] (wall ms) the stalls cover. */
+const overlap = (stalls, from, to) => stalls.reduce((sum, s) => sum + Math.max(0, Math.min(to, s.end) - Math.max(from, s.end - s.ms)), 0);
 let errTail = '';
 daemon.stderr.on('data', (chunk) => {
   const lines = (errTail + chunk).split('\n');
   errTail = lines.pop();
-  for (const line of lines) if (line.startsWith('MEMSAMPLE ')) mem.push({ ...JSON.parse(line.slice(10)), phase });
+  for (const line of lines) {
+    if (line.startsWith('MEMSAMPLE ')) mem.push({ ...JSON.parse(line.slice(10)), phase });
+    if (line.startsWith('LOOPSTALL ')) daemonStalls.push(JSON.parse(line.slice(10)));
+  }
 });
 let phase = 'start';
+/** CPU seconds (user + system) a process has used: /proc/PID/stat fields 14 and 15, in clock ticks (100 a second). */
+const cpuS = (pid) => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+};
+/** The daemon's child running the fixture `name` (spawned by an actor thread: its task is the parent). */
+const childPid = (name) => {
+  for (const task of readdirSync(`/proc/${daemon.pid}/task`)) {
+    for (const pid of readFileSync(`/proc/${daemon.pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(name)) return Number(pid);
+    }
+  }
+  return undefined;
+};
 const rssMB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${daemon.pid}/status`, 'utf8'))[1]) / 1024;
 /** Per phase: the last sample and the peak of each field. */
 const summarizeMem = (samples) => {
@@ -132,15 +171,22 @@ try {
 
   const { client } = await connect();
   const failures = [];
+  /** Every call's wall-clock span, to line the slow ones up against the stalls. */
+  const spans = [];
   const ping = async () => {
     const started = performance.now();
+    const wallStart = Date.now();
     try {
       await client.callTool({ name: 'echo__echo', arguments: { text: 'x' } }, undefined, { timeout: 30_000 });
     } catch (error) {
       failures.push(`${((performance.now() - started) / 1000).toFixed(1)} s: ${error.message}`);
     }
+    spans.push({ phase, from: wallStart, to: Date.now() });
     return performance.now() - started;
   };
+  const cpuNow = () => ({ daemon: cpuS(daemon.pid), floodServer: cpuS(childPid('notifyFlood.mjs')), echoServer: cpuS(childPid('echo.mjs')), bench: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 });
+  const cpuDelta = (a, b, s) => Object.fromEntries(Object.keys(a).map((k) => [k, `${Math.round((100 * (b[k] - a[k])) / s)}%`]));
+  const cpuCalm0 = cpuNow();
   const calm = [];
   phase = 'calm';
   const calmStarted = performance.now();
@@ -150,8 +196,12 @@ try {
   }
   log(`calm: echo p50 ${pct(calm, 50).toFixed(1)} ms, p99 ${pct(calm, 99).toFixed(1)} ms`);
 
+  const cpuCalm = cpuDelta(cpuCalm0, cpuNow(), (performance.now() - calmStarted) / 1000);
   // The flooding server's own session: a second client whose GET stream is read.
   const { client: starter } = await connect();
+  // What one reading session gets from the flood, second by second (the daemon's main thread writes each).
+  const received = [];
+  starter.fallbackNotificationHandler = async () => void received.push(performance.now());
   await starter.callTool({ name: 'flood__start', arguments: { perSecond: RATE, size: SIZE } });
   // This process hosts the clients too: its own loop's delay is part of every latency measured.
   const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -160,7 +210,9 @@ try {
   let peak = before;
   const flood = [];
   phase = 'flood';
+  const cpuFlood0 = cpuNow();
   const started = performance.now();
+  const floodStartedAt = Date.now();
   let nextReport = 5;
   while (performance.now() - started < SECONDS * 1000 || (flood.length < calm.length && performance.now() - started < 2 * SECONDS * 1000)) {
     flood.push(await ping());
@@ -173,6 +225,7 @@ try {
     await delay(50);
   }
   loop.disable();
+  const cpuFlood = cpuDelta(cpuFlood0, cpuNow(), (performance.now() - started) / 1000);
   phase = 'after';
   const sent = (await starter.callTool({ name: 'flood__stop', arguments: {} })).content[0].text;
   const after = rssMB();
@@ -195,6 +248,15 @@ try {
     dropWarnings: dropped,
     echoFailures: failures,
     ...(MEM ? { daemonMainThreadMB: summarizeMem(mem) } : {}),
+    // Share of one core each used, calm vs flood: what the flood costs the machine, and where.
+    cpuOfOneCore: { calm: cpuCalm, flood: cpuFlood },
+    // The flood's slowest calls (past 2x calm p99): when, and how much of each this process's or the daemon's stalled loop covers.
+    slowFloodCalls: spans
+      .filter((c) => c.phase === 'flood' && c.to - c.from > 2 * pct(calm, 99))
+      .map((c) => `t=${((c.from - floodStartedAt) / 1000).toFixed(1)}s ${c.to - c.from} ms: bench stalled ${overlap(benchStalls, c.from, c.to)} ms${MEM ? `, daemon ${overlap(daemonStalls, c.from, c.to)} ms` : ''}`),
+    readerGotFirstSeconds: Array.from({ length: 10 }, (_, i) => received.filter((t) => t >= started + i * 1000 && t < started + (i + 1) * 1000).length).join(' '),
+    // The daemon's loop delay second by second around the flood's start: where a stall falls.
+    ...(MEM ? { daemonLoopFirstSeconds: mem.filter((s) => s.t >= floodStartedAt - 2000 && s.t < floodStartedAt + 10_000).map((s) => `${((s.t - floodStartedAt) / 1000).toFixed(1)}s: max ${s.loopMax} ms`) } : {}),
     ...(CPU_PROF ? { cpuProfilesIn: profDir } : {}),
     sessionsCut: out.split('\n').filter((l) => l.includes('closing a /mcp session')).map((l) => JSON.parse(l).sessionId === sessionId ? 'the stalled one' : 'another (reading) one'),
   };

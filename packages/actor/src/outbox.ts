@@ -11,7 +11,7 @@
  * reports how many were dropped and coalesced during that burst.
  *
  * Logs no caller asked for (a `notifications/message` outside any call) take a slower lane first:
- * a bucket of {@link UNASKED_LOGS_PER_SECOND}; past it they are dropped at once and counted, never
+ * a bucket of {@link UNASKED_LOGS_PER_SECOND} holding {@link UNASKED_LOG_BURST}; past it they are dropped at once and counted, never
  * queued, so a server that logs in a loop costs a view a hundred messages a second and no memory,
  * and the queue stays free for what calls produce. A second without such a drop ends the episode:
  * one warning gives the count.
@@ -23,8 +23,16 @@ export const VIEW_NOTIFICATIONS_PER_SECOND = 1000;
 export const VIEW_NOTIFICATION_BURST = 1000;
 /** Messages without a key waiting for the view before the source stops reading; the oldest is dropped past twice this. */
 export const VIEW_QUEUE_BOUND = 500;
-/** Logs outside any call a view gets a second, sustained (and at once after a calm spell); the rest are dropped. */
+/** Logs outside any call a view gets a second, sustained; the rest are dropped. */
 export const UNASKED_LOGS_PER_SECOND = 100;
+/**
+ * ... and this many at once after a calm spell. Every view of a server that starts flooding gets
+ * its burst in the same instant, and each session's client parses it in the same instant too: a
+ * second's worth at once stalled a client that also made calls to other servers by up to 670 ms
+ * right at the flood's start. A tenth of a second's worth makes that moment like the ones after
+ * it. A server's burst of logs outside any call loses what is past it (counted and reported).
+ */
+export const UNASKED_LOG_BURST = 10;
 /** The unasked-log drops of one episode are reported after this long without one. */
 const UNASKED_QUIET_MS = 1000;
 /** How often a backlog is sent on (at the bucket's rate). */
@@ -43,7 +51,7 @@ export class ViewOutbox {
   #dropped = 0;
   #coalesced = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
-  #unaskedTokens = UNASKED_LOGS_PER_SECOND;
+  #unaskedTokens = UNASKED_LOG_BURST;
   #unaskedRefilledAt = performance.now();
   #unaskedDropped = 0;
   #unaskedDroppedAt = 0;
@@ -92,7 +100,7 @@ export class ViewOutbox {
   /** A log no caller asked for: through the slow lane into {@link push}, or dropped and counted. */
   pushUnasked(deliver: () => void): void {
     const now = performance.now();
-    this.#unaskedTokens = Math.min(UNASKED_LOGS_PER_SECOND, this.#unaskedTokens + ((now - this.#unaskedRefilledAt) * UNASKED_LOGS_PER_SECOND) / 1000);
+    this.#unaskedTokens = Math.min(UNASKED_LOG_BURST, this.#unaskedTokens + ((now - this.#unaskedRefilledAt) * UNASKED_LOGS_PER_SECOND) / 1000);
     this.#unaskedRefilledAt = now;
     if (this.#unaskedTokens >= 1) {
       this.#unaskedTokens -= 1;

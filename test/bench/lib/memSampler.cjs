@@ -19,4 +19,12 @@ if (isMainThread) {
     process.stderr.write(line);
   }, 1000);
   timer.unref();
+  // Each stall of the loop past 100 ms, with when it ended (wall clock): lined up against slow calls.
+  let last = Date.now();
+  const watch = setInterval(() => {
+    const now = Date.now();
+    if (now - last > 110) process.stderr.write(`LOOPSTALL ${JSON.stringify({ end: now, ms: now - last - 10 })}\n`);
+    last = now;
+  }, 10);
+  watch.unref();
 }
