@@ -16,7 +16,7 @@ export { NAME_SEPARATOR, qualify, splitQualified, templateMatches } from './nami
 export { RpcCode, RpcError, rpcErrorBody, toRpcError, unknownNameError, upstreamMessage } from './rpcErrors.js';
 export type { RequestedName } from './rpcErrors.js';
 export { LEGACY_PROTOCOL_VERSIONS, LegacyWire } from './legacyWire.js';
-export type { LegacyEndpoint, LegacyRequestContext, LegacyWireOptions } from './legacyWire.js';
+export type { LegacyEndpoint, LegacyParams, LegacyRequestContext, LegacyRequestId, LegacyWireOptions } from './legacyWire.js';
 
 // The bridge: a stdio MCP client ↔ a Streamable HTTP endpoint (the daemon's `/mcp`), as a relay.
 export { Bridge, isConnectError } from './bridge/bridge.js';

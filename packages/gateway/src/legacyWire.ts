@@ -21,8 +21,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { RpcCode, RpcError } from './rpcErrors.js';
 
-type Params = Record<string, unknown>;
-type Id = string | number;
+/** A JSON-RPC params or result object, as the wire passes it. */
+export type LegacyParams = Record<string, unknown>;
+/** A JSON-RPC request id. */
+export type LegacyRequestId = string | number;
 
 /** The protocol versions a legacy session accepts, newest first (the SDK 1.32 list). */
 export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'];
@@ -33,35 +35,35 @@ const KEEP_ALIVE_MS = 15_000;
 
 /** One downstream request being served: what its handler can do on its stream. */
 export interface LegacyRequestContext {
-  readonly requestId: Id;
+  readonly requestId: LegacyRequestId;
   /** Aborted when the client cancels the request or the session ends. */
   readonly signal: AbortSignal;
   /** `params._meta` as the client sent it. */
-  readonly meta: Params | undefined;
+  readonly meta: LegacyParams | undefined;
   readonly headers: IncomingHttpHeaders;
   /** A notification on this request's stream (the answer turns to SSE); dropped once it was answered. */
-  notify(notification: { method: string; params?: Params | undefined }): void;
+  notify(notification: { method: string; params?: LegacyParams | undefined }): void;
   /**
    * A server→client request on this request's stream; resolves with the client's result.
    * @throws RpcError the client's error, or `-32001` on timeout; the abort reason when `signal` aborts.
    */
-  request(request: { method: string; params?: Params | undefined }, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Params>;
+  request(request: { method: string; params?: LegacyParams | undefined }, options: { signal?: AbortSignal; timeoutMs: number }): Promise<LegacyParams>;
 }
 
 /** What the session serves, asked per request (no per-method closures are kept per session). */
 export interface LegacyEndpoint {
   /** True when the session serves `method` (else `-32601`). */
   handles(method: string): boolean;
-  handle(method: string, params: Params, context: LegacyRequestContext): Promise<Params> | Params;
+  handle(method: string, params: LegacyParams, context: LegacyRequestContext): Promise<LegacyParams> | LegacyParams;
   /** The result of `initialize`, from what the client declared. */
-  initialize(params: Params): { serverInfo: unknown; capabilities: unknown; instructions?: string | undefined };
+  initialize(params: LegacyParams): { serverInfo: unknown; capabilities: unknown; instructions?: string | undefined };
 }
 
 export interface LegacyWireOptions {
   sessionId: string;
   endpoint: LegacyEndpoint;
   /** Applied to every JSON-RPC message written downstream (results, errors, notifications, requests). */
-  encode?(message: Params): Params;
+  encode?(message: LegacyParams): LegacyParams;
   /** `initialize` was accepted: the session id is live, before its answer leaves. */
   onInitialized?(): void;
   /** The session ended by DELETE (not by {@link LegacyWire.close}). */
@@ -73,12 +75,12 @@ export interface LegacyWireOptions {
 
 /** A JSON-RPC message on the wire, checked by hand (shape only, as the SDK's schema does). */
 type Message =
-  | { kind: 'request'; id: Id; method: string; params: Params | undefined }
-  | { kind: 'notification'; method: string; params: Params | undefined }
-  | { kind: 'response'; id: Id; result: unknown; error: { code: number; message: string; data?: unknown } | undefined };
+  | { kind: 'request'; id: LegacyRequestId; method: string; params: LegacyParams | undefined }
+  | { kind: 'notification'; method: string; params: LegacyParams | undefined }
+  | { kind: 'response'; id: LegacyRequestId; result: unknown; error: { code: number; message: string; data?: unknown } | undefined };
 
 interface Pending {
-  resolve(result: Params): void;
+  resolve(result: LegacyParams): void;
   reject(error: Error): void;
 }
 
@@ -102,14 +104,14 @@ class Answer {
   }
 
   /** A message before the answer(s): the response becomes an SSE stream. */
-  write(message: Params): void {
+  write(message: LegacyParams): void {
     if (this.done) return;
     if (!this.#sse) this.#startSse();
     this.#event(message);
   }
 
   /** One request of this POST is answered (`message` undefined: it was cancelled, nothing is sent). */
-  finish(message: Params | undefined): void {
+  finish(message: LegacyParams | undefined): void {
     if (this.#open === 0) return;
     this.#open -= 1;
     if (this.#res.destroyed) return this.#stop();
@@ -142,7 +144,7 @@ class Answer {
     this.#keepAlive = keepAlive(res, this.#wire.keepAliveMs);
   }
 
-  #event(message: Params): void {
+  #event(message: LegacyParams): void {
     this.#res.write(sseEvent(this.#wire.encode(message)));
   }
 
@@ -166,7 +168,7 @@ export class LegacyWire {
   #stream: ServerResponse | undefined;
   #streamKeepAlive: ReturnType<typeof setInterval> | undefined;
   /** Downstream requests being served, by id. */
-  readonly #running = new Map<Id, Running>();
+  readonly #running = new Map<LegacyRequestId, Running>();
   /** Server→client requests waiting for the client's answer, by our id. */
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
@@ -186,7 +188,7 @@ export class LegacyWire {
     return this.#stream !== undefined;
   }
 
-  encode(message: Params): Params {
+  encode(message: LegacyParams): LegacyParams {
     return this.#options.encode === undefined ? message : this.#options.encode(message);
   }
 
@@ -211,7 +213,7 @@ export class LegacyWire {
   }
 
   /** A notification on the standalone GET stream; false (dropped) when the client has none open. */
-  notify(notification: { method: string; params?: Params | undefined }): boolean {
+  notify(notification: { method: string; params?: LegacyParams | undefined }): boolean {
     const stream = this.#stream;
     if (stream === undefined || this.#closed) return false;
     stream.write(sseEvent(this.encode({ jsonrpc: '2.0', ...notification })));
@@ -330,7 +332,7 @@ export class LegacyWire {
       if (pending === undefined) return;
       this.#pending.delete(message.id);
       if (message.error !== undefined) pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
-      else pending.resolve((message.result ?? {}) as Params);
+      else pending.resolve((message.result ?? {}) as LegacyParams);
     } else if (message.method === 'notifications/cancelled') {
       const id = message.params?.requestId;
       const running = typeof id === 'string' || typeof id === 'number' ? this.#running.get(id) : undefined;
@@ -350,7 +352,7 @@ export class LegacyWire {
     const running: Running = { controller, answer };
     this.#running.set(id, running);
     const context = this.#context(id, params, controller.signal, answer, headers);
-    let reply: Params;
+    let reply: LegacyParams;
     try {
       reply = { jsonrpc: '2.0', id, result: await endpoint.handle(method, params, context) };
     } catch (error) {
@@ -366,14 +368,14 @@ export class LegacyWire {
     answer.finish(controller.signal.aborted ? undefined : reply);
   }
 
-  #initializeResult(params: Params): Params {
+  #initializeResult(params: LegacyParams): LegacyParams {
     const requested = params.protocolVersion;
     const protocolVersion = typeof requested === 'string' && LEGACY_PROTOCOL_VERSIONS.includes(requested) ? requested : LEGACY_PROTOCOL_VERSIONS[0];
     const { serverInfo, capabilities, instructions } = this.#options.endpoint.initialize(params);
     return { protocolVersion, capabilities, serverInfo, ...(instructions ? { instructions } : {}) };
   }
 
-  #context(requestId: Id, params: Params, signal: AbortSignal, answer: Answer, headers: IncomingHttpHeaders): LegacyRequestContext {
+  #context(requestId: LegacyRequestId, params: LegacyParams, signal: AbortSignal, answer: Answer, headers: IncomingHttpHeaders): LegacyRequestContext {
     return {
       requestId,
       signal,
@@ -384,13 +386,13 @@ export class LegacyWire {
     };
   }
 
-  #request(answer: Answer, request: { method: string; params?: Params | undefined }, options: { signal?: AbortSignal; timeoutMs: number }): Promise<Params> {
+  #request(answer: Answer, request: { method: string; params?: LegacyParams | undefined }, options: { signal?: AbortSignal; timeoutMs: number }): Promise<LegacyParams> {
     if (this.#closed) return Promise.reject(new RpcError(-32000, 'Connection closed'));
     if (answer.done) return Promise.reject(new RpcError(RpcCode.INTERNAL_ERROR, `No connection established for ${request.method}: its request was answered`));
     const { signal, timeoutMs } = options;
     if (signal?.aborted) return Promise.reject(asError(signal.reason));
     const id = this.#nextId++;
-    return new Promise<Params>((resolve, reject) => {
+    return new Promise<LegacyParams>((resolve, reject) => {
       const cancel = (reason: unknown): void => {
         if (!this.#pending.delete(id)) return;
         settle();
@@ -423,7 +425,7 @@ export class LegacyWire {
 /** JSON-RPC's parse error. */
 const JSON_PARSE_ERROR = -32700;
 
-function errorBody(code: number, message: string): Params {
+function errorBody(code: number, message: string): LegacyParams {
   return { jsonrpc: '2.0', error: { code, message }, id: null };
 }
 
@@ -437,7 +439,7 @@ function sseHeaders(sessionId: string): Record<string, string> {
   return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', 'mcp-session-id': sessionId };
 }
 
-function sseEvent(message: Params): string {
+function sseEvent(message: LegacyParams): string {
   return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
 }
 
@@ -476,8 +478,8 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 /** An abort reason as the error a request rejects with (it is one already, when it came from the pool). */
 const asError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
-const isId = (value: unknown): value is Id => typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
-const isObject = (value: unknown): value is Params => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isId = (value: unknown): value is LegacyRequestId => typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
+const isObject = (value: unknown): value is LegacyParams => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A JSON-RPC 2.0 message, or undefined when it is none (the SDK's `JSONRPCMessageSchema`, by hand). */
 function parseMessage(value: unknown): Message | undefined {
