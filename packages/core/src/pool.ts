@@ -1149,6 +1149,9 @@ export class McpTransportPool {
       })
       .catch(async (error: unknown) => {
         let failure = error instanceof PoolError ? error : new PoolError(ErrorCode.SPAWN_FAILED, String(error), { cause: error });
+        // The connection's port closed under its start: its actor thread ended (a thread's ports
+        // close before its exit is seen), which is the actor's death, not the server's failure.
+        if (failure.code === ErrorCode.PORT_CLOSED) failure = new PoolError(ErrorCode.ACTOR_DIED, `the actor thread of ${name}#${entry.entryIndex} ended during its start: ${failure.message}`, { cause: failure });
         if (failure.code === ErrorCode.AUTH_REQUIRED) failure = await this.#spawnRefused(entry, failure);
         entry.lastError = failure.toWire();
         this.#recordSpawnFailure(spawnKey, name, entry.lastError);
@@ -1182,7 +1185,8 @@ export class McpTransportPool {
     if (this.#spawnBackoff === false) return;
     // Not the server's fault: the next acquire may spawn at once.
     // An auth refusal has its own gate, lifted by a token, not by time.
-    if (lastError.code === ErrorCode.CONNECTION_RELEASED || lastError.code === ErrorCode.POOL_DRAINING || lastError.code === ErrorCode.AUTH_REQUIRED) return;
+    // A dead actor thread is the restart intensity's to bound, not a reason to hold the server back.
+    if (lastError.code === ErrorCode.CONNECTION_RELEASED || lastError.code === ErrorCode.POOL_DRAINING || lastError.code === ErrorCode.AUTH_REQUIRED || lastError.code === ErrorCode.ACTOR_DIED) return;
     const failures = (this.#spawnFailures.get(key)?.failures ?? 0) + 1;
     const delay = Math.min(this.#spawnBackoff.maxMs, this.#spawnBackoff.initialMs * 2 ** Math.min(failures - 1, 30));
     this.#spawnFailures.set(key, { serverName: name, failures, retryAt: Date.now() + delay, lastError });
