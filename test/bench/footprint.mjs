@@ -63,7 +63,8 @@ if (args.child !== undefined) {
     await Promise.all(views.map((v) => v.callTool('echo', { text: 'x' })));
     await settle();
     const after = process.memoryUsage().rss;
-    out = { growthBytes: after - before, liveActors: pool.getSnapshot().liveActors };
+    const snapshot = pool.getSnapshot();
+    out = { growthBytes: after - before, liveActors: snapshot.liveActors, actorThreads: snapshot.actorThreads };
     await pool.drainAll();
   }
   sweep(run);
@@ -118,13 +119,13 @@ console.log(`tree, 1 session × ${SERVERS} stdio servers: direct ${direct.toFixe
 const server = await startLegacyServer();
 try {
   const growth = [];
-  let actors;
+  let counts = { liveActors: 0, actorThreads: 0 };
   for (let r = 0; r < ROUNDS; r++) {
     const result = child('url', [`--url=${server.url}`]);
     growth.push(result.growthBytes);
-    actors = result.liveActors;
+    counts = result;
   }
-  console.log(`url, ${SESSIONS} sessions on one unshared legacy HTTP server: supervisor RSS +${(median(growth) / MB).toFixed(1)} MB (${actors} actor threads; target ≤ 60 MB)`);
+  console.log(`url, ${SESSIONS} sessions on one unshared legacy HTTP server: supervisor RSS +${(median(growth) / MB).toFixed(1)} MB (${counts.liveActors} entries on ${counts.actorThreads} actor threads; target ≤ 60 MB)`);
 } finally {
   await server.stop();
 }
