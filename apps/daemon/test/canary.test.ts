@@ -6,16 +6,14 @@
  * a server that echoes its secret in results, errors and stderr leaks it neither through `/mcp`,
  * nor through the bridge, nor REST, nor any log line (the daemon's and the actor threads').
  */
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { spawn } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { SessionInfo } from '@mcpool/client';
-import { fixtureConfig, killMarked, marker } from '../../../test/helpers/processes.js';
-import { BIN, initialize, spawnBridge, type BridgeProcess } from './e2e/bridgeProcess.js';
+import { fixtureConfig, marker } from '../../../test/helpers/processes.js';
+import { initialize, spawnBridge, type BridgeProcess } from './e2e/bridgeProcess.js';
+import { startDaemonProcess } from './e2e/daemonProcess.js';
 import { ACCEPT_BOTH, openRawSession, raw } from './gatewayHelpers.js';
 import { harness, type Harness } from './helpers.js';
 
@@ -118,42 +116,20 @@ describe('one secret policy on every surface of the real daemon', () => {
   it('keeps a leaking server’s secret out of /mcp, the bridge, REST, the daemon’s log and the actors’ log lines', async () => {
     const secret = canary('leaky');
     const leakMark = marker('canary-leaky');
-    const dir = mkdtempSync(join(tmpdir(), 'mcpool-canary-'));
-    const configPath = join(dir, 'mcpool.json');
     const env = { FIXTURE_SECRET: secret };
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        mcpServers: {
-          leaky: fixtureConfig('leaky.mjs', leakMark, { env }),
-          broken: fixtureConfig('leaky.mjs', leakMark, { env: { ...env, FIXTURE_FAIL_AT_START: '1' } }),
-        },
-        daemon: { port: 0, watchConfig: false },
-      }),
-    );
     // 1. The real daemon, at debug level: its stdout (daemon log) and stderr (actor threads) kept.
-    const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'debug'], {
-      env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: string[] = [];
-    const err: string[] = [];
-    daemon.stdout.on('data', (chunk: Buffer) => out.push(chunk.toString('utf8')));
-    daemon.stderr.on('data', (chunk: Buffer) => err.push(chunk.toString('utf8')));
-    const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)));
+    const daemon = await startDaemonProcess(
+      'canary',
+      leakMark,
+      {
+        leaky: fixtureConfig('leaky.mjs', leakMark, { env }),
+        broken: fixtureConfig('leaky.mjs', leakMark, { env: { ...env, FIXTURE_FAIL_AT_START: '1' } }),
+      },
+      { logLevel: 'debug' },
+    );
+    const { url, token, auth, dir } = daemon;
     let bridge: BridgeProcess | undefined;
     try {
-      const url = await vi.waitFor(
-        () => {
-          const found = /listening on (http:\/\/[^"\s]+)/.exec(out.join(''));
-          if (!found) throw new Error('not listening yet');
-          return found[1]!;
-        },
-        { timeout: 60_000, interval: 50 },
-      );
-      const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
-      const auth = { authorization: `Bearer ${token}` };
-      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
       const answers: string[] = [];
 
       // 2. /mcp: the raw bytes of a call's answer, a failing call and the tool list.
@@ -206,22 +182,19 @@ describe('one secret policy on every surface of the real daemon', () => {
       await bridge.exited;
 
       // 5. Stop the daemon; everything it wrote is in.
-      daemon.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      const logs = `${out.join('')}\n${err.join('')}`;
+      expect(await daemon.stop()).toBe(0);
+      const logs = `${daemon.out()}\n${daemon.err()}`;
       // Positive controls: the actors' lines were captured (the server's stderr, at debug — they
       // reach the daemon's own log, through its redaction), and the broken server's one failure
       // line is there, with its stderr tail.
-      expect(out.join('')).toContain('server stderr');
-      expect(out.join('')).toContain('"stderr":"leaky: secret is [redacted]","msg":"broken#0 failed: ');
+      expect(daemon.out()).toContain('server stderr');
+      expect(daemon.out()).toContain('"stderr":"leaky: secret is [redacted]","msg":"broken#0 failed: ');
       const everything = [logs, ...answers, ...bridge.stdout, ...bridge.stderr].join('\n');
       expect(everything.split('\n').filter((line) => line.includes(secret)), 'the lines the secret leaked in').toEqual([]);
       expect(everything).toContain('[redacted]');
     } finally {
       if (bridge && bridge.child.exitCode === null) bridge.child.kill('SIGKILL');
-      if (daemon.exitCode === null) daemon.kill('SIGKILL');
-      killMarked(leakMark);
-      rmSync(dir, { recursive: true, force: true });
+      await daemon.stop();
     }
   }, 240_000);
 });

@@ -5,75 +5,21 @@
  * its log, and another session's calls to another server are answered meanwhile.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { fixtureConfig, killMarked, marker, textOf } from '../../../test/helpers/processes.js';
+import { fixtureConfig, marker, textOf } from '../../../test/helpers/processes.js';
+import { startDaemonProcess } from './e2e/daemonProcess.js';
 import { ACCEPT_BOTH, connectClient, openRawSession, raw } from './gatewayHelpers.js';
-
-const BIN = fileURLToPath(new URL('../bin/mcpool.js', import.meta.url));
 
 function rssMB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
-interface FloodDaemon {
-  url: string;
-  token: string;
-  auth: { authorization: string };
-  pid: number;
-  /** Everything the daemon logged so far (JSON lines). */
-  out(): string;
-  /** SIGTERM, wait for the exit, kill what the marker names, remove the directory. */
-  stop(): Promise<void>;
-}
-
-/** A real `mcpool serve` child on a port of its own, with `servers` and its state in a temporary directory; ready when it returns. */
-async function startDaemon(label: string, mark: string, servers: Record<string, unknown>): Promise<FloodDaemon> {
-  const dir = mkdtempSync(join(tmpdir(), `mcpool-${label}-`));
-  const configPath = join(dir, 'mcpool.json');
-  writeFileSync(configPath, JSON.stringify({ mcpServers: servers, daemon: { port: 0, watchConfig: false } }));
-  const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
-    env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  daemon.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  daemon.stderr.resume();
-  const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    daemon.kill('SIGTERM');
-    await exited;
-    killMarked(mark);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    const url = await vi.waitFor(
-      () => {
-        const found = /listening on (http:\/\/[^"\s]+)/.exec(out);
-        if (!found) throw new Error('not listening yet');
-        return found[1]!;
-      },
-      { timeout: 60_000, interval: 50 },
-    );
-    const token = readFileSync(join(dir, 'state', 'token'), 'utf8').trim();
-    const auth = { authorization: `Bearer ${token}` };
-    await vi.waitFor(async () => expect((await fetch(`${url}/readyz`, { headers: auth })).status).toBe(200), { timeout: 60_000, interval: 100 });
-    return { url, token, auth, pid: daemon.pid!, out: () => out, stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
-
 describe('notification flood through /mcp', () => {
   it('a client that stops reading is disconnected with a logged reason, and its backlog goes with it; other calls go on', async () => {
     const mark = marker('notify-flood');
-    const running = await startDaemon('notify-flood', mark, { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) });
+    const running = await startDaemonProcess('notify-flood', mark, { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) });
     const { url, token, auth } = running;
     const daemonPid = running.pid;
     let stalled: ClientRequest | undefined;
@@ -138,7 +84,7 @@ describe('notification flood through /mcp', () => {
 
   it('a client that reads again after a stall gets one marker from mcpool saying how many notifications it missed', async () => {
     const mark = marker('notify-marker');
-    const running = await startDaemon('notify-marker', mark, { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }) });
+    const running = await startDaemonProcess('notify-marker', mark, { flood: fixtureConfig('notifyFlood.mjs', mark, { sharing: 'shared' }) });
     const { url, token, auth } = running;
     let stalled: ClientRequest | undefined;
     try {
