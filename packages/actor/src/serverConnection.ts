@@ -132,6 +132,10 @@ export class ServerConnection {
   #hooks: ServerMessageHooks | undefined;
   #onListChanged: ((kind: ListKind) => void) | undefined;
   #listen: ListenStream | undefined;
+  /** A listen stream that broke while the connection stayed is opened again after this timer. */
+  #listenRetry: NodeJS.Timeout | undefined;
+  /** Breaks in a row without an acknowledged stream between them: the pause before the next try doubles. */
+  #listenBreaks = 0;
   readonly #logger: ConnectionLogger;
   /** Modern over Streamable HTTP: tools whose `x-mcp-header` declarations are invalid are left out. */
   readonly #dropsInvalidHeaderTools: boolean;
@@ -353,6 +357,8 @@ export class ServerConnection {
     if (this.era !== 'modern' || this.closed) return;
     const previous = this.#listen;
     if (previous !== undefined && sameFilter(previous.filter, filter)) return previous.acked;
+    clearTimeout(this.#listenRetry);
+    this.#listenRetry = undefined;
     let acked!: () => void;
     const entry: ListenStream = { filter, controller: new AbortController(), acked: new Promise<void>((resolve) => (acked = resolve)), ack: () => acked() };
     this.#listen = entry;
@@ -365,7 +371,7 @@ export class ServerConnection {
         this.#listen = undefined;
         void this.listen(filter).catch(() => undefined);
       },
-      () => undefined,
+      (error: unknown) => this.#listenBroke(entry, error),
     );
     // The old stream ends once the new one is asked for (cancelling it upstream).
     previous?.controller.abort();
@@ -375,6 +381,33 @@ export class ServerConnection {
     if (!acknowledged) this.#logger.warn({ filter }, 'subscriptions/listen was not acknowledged in time');
   }
 
+  /**
+   * The listen stream failed while the connection lives on (an HTTP stream cut, a proxy's idle
+   * timeout): the 2026-07-28 revision has no resumption, so the list changes sent meanwhile are
+   * lost. It is opened again after a pause (500 ms, doubling per break in a row up to 30 s), and
+   * once acknowledged every list it covers is read again, so the views catch up on what was missed.
+   */
+  #listenBroke(entry: ListenStream, error: unknown): void {
+    if (this.#listen !== entry || this.closed || entry.controller.signal.aborted) return;
+    this.#listen = undefined;
+    const pauseMs = Math.min(30_000, 500 * 2 ** this.#listenBreaks);
+    this.#listenBreaks += 1;
+    this.#logger.warn({ err: error, retryInMs: pauseMs }, 'the subscriptions/listen stream broke; opening it again');
+    this.#listenRetry = setTimeout(() => {
+      this.#listenRetry = undefined;
+      if (this.closed || this.#listen !== undefined) return;
+      void this.listen(entry.filter).catch(() => undefined);
+      const reopened = this.#listen as ListenStream | undefined;
+      void reopened?.acked.then(() => {
+        if (this.#listen !== reopened || this.closed) return;
+        this.#listenBreaks = 0;
+        for (const kind of listKindsOf(entry.filter)) this.#onListChanged?.(kind);
+      });
+    }, pauseMs);
+    // A pending retry never keeps the host alive; closing the connection clears it.
+    this.#listenRetry.unref();
+  }
+
   /** The filter the open listen stream asked for, if any. */
   get listenFilter(): ListenFilter | undefined {
     return this.#listen?.filter;
@@ -382,6 +415,8 @@ export class ServerConnection {
 
   /** Closes the transport, sweeping a stdio server's tree. Idempotent; never rejects. */
   close(): Promise<SweepResult | undefined> {
+    clearTimeout(this.#listenRetry);
+    this.#listenRetry = undefined;
     this.#closing ??= closeTransport(this.client);
     return this.#closing;
   }
@@ -406,6 +441,15 @@ export interface ListenFilter {
   promptsListChanged?: boolean;
   resourcesListChanged?: boolean;
   resourceSubscriptions?: string[];
+}
+
+/** The lists a listen filter keeps current. */
+function listKindsOf(filter: ListenFilter): ListKind[] {
+  const kinds: ListKind[] = [];
+  if (filter.toolsListChanged === true) kinds.push('tools');
+  if (filter.promptsListChanged === true) kinds.push('prompts');
+  if (filter.resourcesListChanged === true) kinds.push('resources');
+  return kinds;
 }
 
 function sameFilter(a: ListenFilter, b: ListenFilter): boolean {

@@ -5,7 +5,7 @@
  * are invalid left out of the list; a legacy v1 server's answer to the probe sends
  * the pool to `initialize`; a 401 is an auth failure, not era evidence.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, type Logger, type McpTransportPool, type PoolEvent } from '@mcpool/core';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
@@ -38,6 +38,45 @@ describe('HTTP upstreams of both eras', () => {
     expect(call?.headers['mcp-method']).toBe('tools/call');
     expect(call?.headers['mcp-name']).toBe('echo');
     expect(server.exchanges.some((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'initialize')).toBe(false);
+  }, LONG);
+
+  it('a listen stream cut while the connection lives is opened again, its lists are read again, and later changes reach the views', async () => {
+    const server: HttpModernServer = await startHttpModernServer({ legacy: 'reject' });
+    servers.push(server);
+    const pool = newPool({ stateDir: false });
+    const view = await pool.acquire('modern', { type: 'http', url: server.url }, 's1');
+    const methodOf = (exchange: { body: unknown }): string | undefined => (exchange.body as { method?: string } | undefined)?.method;
+    const listens = (): number => server.exchanges.filter((exchange) => methodOf(exchange) === 'subscriptions/listen').length;
+    const toolLists = (): number => server.exchanges.filter((exchange) => methodOf(exchange) === 'tools/list').length;
+    let disconnects = 0;
+    view.on('disconnected', () => (disconnects += 1));
+    await vi.waitFor(() => expect(listens()).toBe(1), { timeout: 20_000, interval: 20 });
+    // The first stream carries a change: the pool reads the list again (the stream is live).
+    // (Published again until seen: a change published before the server registered the stream is not sent on it.)
+    const changeSeen = async (): Promise<void> => {
+      const before = toolLists();
+      await vi.waitFor(
+        () => {
+          server.notify.toolsChanged();
+          expect(toolLists()).toBeGreaterThan(before);
+        },
+        { timeout: 20_000, interval: 250 },
+      );
+    };
+    await changeSeen();
+
+    // The network cuts the stream; nothing else breaks. The pool opens it again and, once it is
+    // acknowledged, reads the list again to catch up on what it may have missed.
+    expect(server.dropListens()).toBe(1);
+    await vi.waitFor(() => expect(listens()).toBe(2), { timeout: 20_000, interval: 20 });
+    const reopenedAt = server.exchanges.findLastIndex((exchange) => methodOf(exchange) === 'subscriptions/listen');
+    await vi.waitFor(() => expect(server.exchanges.slice(reopenedAt).some((exchange) => methodOf(exchange) === 'tools/list')).toBe(true), { timeout: 20_000, interval: 20 });
+
+    // The new stream is the one changes come on, and the connection itself was never replaced.
+    await changeSeen();
+    expect(textOf(await view.callTool('echo', { text: 'still here' }))).toContain('still here');
+    expect(listens()).toBe(2);
+    expect(disconnects).toBe(0);
   }, LONG);
 
   it('a call refused for a header mismatch (-32020) re-lists the tools and is retried once with the new header', async () => {
