@@ -13,15 +13,28 @@ describe('view outbox, unasked logs', () => {
     try {
       let delivered = 0;
       // A thousand at once: what a server's first flood chunk hands every view.
-      for (let i = 0; i < 1000; i++) outbox.pushUnasked(() => void delivered++);
-      expect(delivered).toBeLessThanOrEqual(UNASKED_LOGS_PER_SECOND / 10);
-      expect(delivered).toBe(UNASKED_LOG_BURST);
+      // The lane refills while the loop runs, and a loaded machine may take several ms over it:
+      // what that time earns at the lane's rate is allowed on top.
+      const refilledDuring = (run: () => void): number => {
+        const started = performance.now();
+        run();
+        return Math.ceil(((performance.now() - started) * UNASKED_LOGS_PER_SECOND) / 1000);
+      };
+      const slack = refilledDuring(() => {
+        for (let i = 0; i < 1000; i++) outbox.pushUnasked(() => void delivered++);
+      });
+      expect(delivered).toBeGreaterThanOrEqual(UNASKED_LOG_BURST);
+      expect(delivered).toBeLessThanOrEqual(UNASKED_LOG_BURST + slack);
+      expect(UNASKED_LOG_BURST).toBeLessThanOrEqual(UNASKED_LOGS_PER_SECOND / 10);
 
       // Half a second on, the lane has refilled at its rate (bounded by its burst), not more.
       await delay(500);
-      for (let i = 0; i < 1000; i++) outbox.pushUnasked(() => void delivered++);
-      expect(delivered).toBeGreaterThan(UNASKED_LOG_BURST);
-      expect(delivered).toBeLessThanOrEqual(2 * UNASKED_LOG_BURST);
+      const first = delivered;
+      const slack2 = refilledDuring(() => {
+        for (let i = 0; i < 1000; i++) outbox.pushUnasked(() => void delivered++);
+      });
+      expect(delivered).toBeGreaterThan(first);
+      expect(delivered - first).toBeLessThanOrEqual(UNASKED_LOG_BURST + slack2);
 
       // A second without a drop ends the episode with one report of what was dropped (bounded poll).
       for (let i = 0; i < 100 && reports.length === 0; i++) await delay(50);
