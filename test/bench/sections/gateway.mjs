@@ -305,10 +305,10 @@ function concFloor(measuredPeers, clientRows, rounds) {
   });
   const best = bounds.reduce((a, b) => (b.bound > a.bound ? b : a));
   const each = bounds
-    .map(({ p, thread, cores, bound }) => `${CLIENT_ROW_NAME[p.id]} ≤ ${fmt(bound)} (1 thread ÷ ${fmt(p.summary.clientMainCpuConc)} µs = ${fmt(thread)}; ${cpus} CPUs ÷ ${fmt(p.summary.clientCpuConc)} µs = ${fmt(cores)})`)
+    .map(({ p, thread, cores, bound }) => `${CLIENT_ROW_NAME[p.id]} ≤ ${fmt(bound)} (${fmt(p.summary.clientMainCpuConc)} µs → ${fmt(thread)}; ${fmt(p.summary.clientCpuConc)} µs → ${fmt(cores)})`)
     .join(', ');
   const verdict = !Number.isFinite(best.bound) ? 'not judged' : best.bound < need ? 'not reachable by any server with this client' : 'not excluded by the client';
-  return floor(`client CPU per call at concurrency ${CONCURRENCY} vs 2× the best peer`, `need ${fmt(need)} calls/s; this client allows at most: ${each}: ${verdict}`);
+  return floor(`client CPU per call at concurrency ${CONCURRENCY} vs 2× the best peer`, `need ${fmt(need)} calls/s; this client allows at most the lower of 1 thread ÷ its main-thread CPU/call and ${cpus} CPUs ÷ its process CPU/call: ${each}: ${verdict}`);
 }
 
 /** A status cut for a table cell; the whole of it goes in a note. */
