@@ -456,6 +456,19 @@ export function cpuUsOf(pids) {
   return (ticks / clockTicks) * 1e6;
 }
 
+/**
+ * CPU time (µs) this process's main thread has used so far, from /proc's schedstat (ns, so exact
+ * for short chunks, unlike the 10 ms ticks of `stat`); NaN where the kernel does not provide it.
+ * The client's JS runs on that one thread: its CPU per call bounds what the client can do.
+ */
+export function mainThreadCpuUs() {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** The pids of `root`'s tree from one snapshot (the gateway and its server children). */
 export function treePids(root, snapshot = psSnapshot()) {
   return treeRss(root, snapshot).pids;

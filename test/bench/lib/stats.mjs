@@ -75,6 +75,15 @@ export function renderTable(columns, rows) {
   return [line(columns), '|' + widths.map((w, i) => (numeric[i] && i > 0 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|', ...cells.map(line)].join('\n');
 }
 
+/**
+ * A floor line: what this machine gives at best for the thing a target bounds, measured in the same
+ * run, printed next to that target. Never judged (`ok` undefined, no mark): it explains a target,
+ * it is not one. Its label starts with "floor" so the run's target summary shows it as one.
+ */
+export function floor(label, measured) {
+  return { label: `floor  ${label}`, measured, ok: undefined, mark: '', floor: true };
+}
+
 export function renderTargets(targets) {
-  return targets.map((t) => `  target  ${t.label}: ${t.measured} ${t.mark}`).join('\n');
+  return targets.map((t) => (t.floor ? `  ${t.label}: ${t.measured}` : `  target  ${t.label}: ${t.measured} ${t.mark}`)).join('\n');
 }

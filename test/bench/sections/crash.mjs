@@ -16,9 +16,16 @@
 // log a warning per lost transport on stderr, which the runner keeps out of the tables (logged
 // errors become notes). The ticker finds the victim's pid by its marker with an asynchronous `ps`
 // once a second in every run (the kill run only adds the kill), so the lookup costs all the same.
-import { execFile } from 'node:child_process';
+//
+// The floors under the 10 ms "kill → in-flight call rejected" target, in the same process after
+// the load runs, with nothing else calling: (a) kill → stdout `end` of a bare echo.mjs child
+// spawned with pipes (no pool: the kernel's teardown and one read of the pipe's EOF), and (b) the
+// pool's kill → rejection of one in-flight `slow` call on the victim, alternating (a)/(b) kill by
+// kill. (c) The main thread's event-loop delay is sampled during every run and floor kill.
+import { execFile, spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fixtureConfig } from '../lib/procs.mjs';
-import { fmt, fmtRange, fmtRatio, median, percentile, ratio, summarize, target } from '../lib/stats.mjs';
+import { floor, fmt, fmtRange, fmtRatio, median, percentile, ratio, summarize, target } from '../lib/stats.mjs';
 
 const ENTRIES = 4;
 const SESSIONS = 16;
@@ -37,6 +44,61 @@ const SETTLE_MS = 300;
 /** Run kinds, in the order of round 0; later rounds rotate it. */
 const MODES = ['calm', 'idle', 'kill'];
 const MODE_LABEL = { calm: 'calm', idle: 'calm, victim idle', kill: 'kill' };
+/** A floor kill that sees no `end` (or no rejection) within this long is recorded as timed out. */
+const FLOOR_KILL_TIMEOUT_MS = 5000;
+/** The in-flight call of a floor kill: sleeps far longer than any kill takes to be noticed. */
+const FLOOR_SLOW_ARGS = { ms: 4000, steps: 1 };
+/** How long the `slow` call is given to reach the child before the kill. */
+const FLOOR_INFLIGHT_MS = 50;
+/** The loop-delay timer fires every this many ms; what is reported is its lateness beyond that. */
+const LOOP_RESOLUTION_MS = 1;
+
+/** Samples the main thread's event-loop delay until `stop()`, which returns p50/p99/max lateness in ms. */
+function loopDelay() {
+  const h = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  h.enable();
+  return () => {
+    h.disable();
+    // The histogram holds the interval between timer runs (ns): lateness = interval − resolution.
+    const late = (ns) => round3(Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS));
+    return h.count === 0 ? { n: 0 } : { n: h.count, p50: late(h.percentile(50)), p99: late(h.percentile(99)), max: late(h.max) };
+  };
+}
+
+/**
+ * One floor kill of a bare child: spawns echo.mjs (pipes, `mark` in its command line), waits for
+ * its answer to a `ping` (it is up and reading), checks by `ps` that its pid carries `mark`,
+ * SIGKILLs it and times kill → its stdout's `end` in this process; waits for its `close` (reaped).
+ */
+async function bareChildKill(mark) {
+  const config = fixtureConfig(mark);
+  const child = spawn(config.command, config.args, { stdio: ['pipe', 'pipe', 'ignore'] });
+  const closed = new Promise((resolve) => child.once('close', resolve));
+  // A failed spawn still ends in 'close'; its ping then times out and the kill is recorded as failed.
+  child.on('error', () => undefined);
+  const result = { pid: child.pid };
+  const timers = new Set();
+  /** `promise`, or 'timeout' after FLOOR_KILL_TIMEOUT_MS. */
+  const within = (promise) => Promise.race([promise, new Promise((resolve) => timers.add(setTimeout(() => resolve('timeout'), FLOOR_KILL_TIMEOUT_MS)))]);
+  try {
+    const ended = new Promise((resolve) => child.stdout.once('end', () => resolve(performance.now())));
+    const answered = new Promise((resolve) => child.stdout.once('data', resolve));
+    child.stdin.on('error', () => undefined);
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
+    if ((await within(answered)) === 'timeout') return { ...result, error: 'no answer to ping' };
+    child.stdout.resume();
+    if (!(await livePidsWithMarker(mark)).includes(child.pid)) return { ...result, error: 'pid not found by its marker' };
+    const at = performance.now();
+    process.kill(child.pid, 'SIGKILL');
+    const end = await within(ended);
+    return end === 'timeout' ? { ...result, error: 'no stdout end' } : { ...result, ms: round3(end - at) };
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+    // Only this child, by its pid: a no-op when it is dead already.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await closed;
+  }
+}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
@@ -180,6 +242,7 @@ export async function crashScenario(spec) {
         lanesStopped: [],
       };
       current = run;
+      const stopLoopDelay = loopDelay();
       /** Victim calls in flight: the ticker marks them when it kills. */
       const inflight = new Set();
       const cpu0 = process.cpuUsage();
@@ -268,6 +331,7 @@ export async function crashScenario(spec) {
       await Promise.all([ticker(), ...lanes]);
       const wallMs = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      run.loopDelayMs = stopLoopDelay();
       current = undefined;
       // The last kill may not have been served again within the run: time it with a probe.
       const last = run.kills.at(-1);
@@ -317,12 +381,74 @@ export async function crashScenario(spec) {
       // Keep the runs measured so far; the section reports what stopped the rest.
       notes.push(`stopped after ${runs.length} run(s): ${error?.message ?? error}`);
     }
+    /** One floor kill through the pool: one `slow` call in flight on the victim, nothing else calling. */
+    const poolKill = async () => {
+      await victimReady();
+      await sleep(SETTLE_MS);
+      const pids = await livePidsWithMarker(victim.mark);
+      if (pids.length !== 1) return { error: `${pids.length} victim processes` };
+      let rejectedAt;
+      let outcome;
+      const call = views[0][VICTIM].callTool('slow', FLOOR_SLOW_ARGS).then(
+        () => (outcome = 'answered'),
+        (error) => {
+          rejectedAt = performance.now();
+          outcome = errorKey(error);
+        },
+      );
+      await sleep(FLOOR_INFLIGHT_MS);
+      if (outcome !== undefined) return { error: `the slow call ended before the kill (${outcome})` };
+      // Still the same child (it is the one answering the call): kill that pid.
+      if (!(await livePidsWithMarker(victim.mark)).includes(pids[0])) return { error: 'the victim pid changed before the kill' };
+      const at = performance.now();
+      process.kill(pids[0], 'SIGKILL');
+      await call;
+      return rejectedAt === undefined ? { pid: pids[0], error: `not rejected (${outcome})` } : { pid: pids[0], ms: round3(rejectedAt - at), key: outcome };
+    };
+
+    const floors = { kills: spec.floorKills ?? 0, bare: [], pool: [] };
+    try {
+      for (let i = 0; i < floors.kills; i++) {
+        // Alternate which goes first, so a burst of machine noise lands on both.
+        for (const kind of i % 2 === 0 ? ['bare', 'pool'] : ['pool', 'bare']) {
+          const stop = loopDelay();
+          const one = kind === 'bare' ? await bareChildKill(`${spec.mark}-bare`) : await poolKill();
+          floors[kind].push({ ...one, loopDelayMs: stop() });
+          await sleep(SETTLE_MS);
+        }
+      }
+      await victimReady();
+    } catch (error) {
+      notes.push(`floor kills stopped: ${error?.message ?? error}`);
+    }
     health = await pool.getHealth();
-    return { entries: entries.map(({ name, mark }) => ({ name, mark })), victim: victim.name, sessions: SESSIONS, processes, runs, health, notes, poolEventsByServer: poolEvents, restartIntensity: RESTART_INTENSITY };
+    return { entries: entries.map(({ name, mark }) => ({ name, mark })), victim: victim.name, sessions: SESSIONS, processes, runs, floors, health, notes, poolEventsByServer: poolEvents, restartIntensity: RESTART_INTENSITY };
   } finally {
     current = undefined;
     await pool.drainAll({ timeoutMs: 10_000 });
   }
+}
+
+/** "0.12 / 3.40" (ms), or '–'. */
+function loopText(delay) {
+  return delay && Number.isFinite(delay.p50) ? `${fmt(delay.p50)} / ${fmt(delay.p99)}` : '–';
+}
+
+/** The floor kills of the scenario: p50 [min–max] (n) of each kind, failures counted, loop delay. */
+function floorSummary(floors) {
+  const of = (list = []) => {
+    const ms = list.filter((x) => Number.isFinite(x.ms)).map((x) => x.ms);
+    const failed = list.filter((x) => x.error);
+    const p50 = median(ms);
+    const why = failed.length > 0 ? `; ${failed.length} failed: ${[...new Set(failed.map((x) => x.error))].join(', ')}` : '';
+    return { p50, text: ms.length > 0 ? `${fmt(p50)} ms [${fmt(Math.min(...ms))}–${fmt(Math.max(...ms))}] (n ${ms.length}${why})` : `not measured${why}` };
+  };
+  const delays = [...(floors?.bare ?? []), ...(floors?.pool ?? [])].map((x) => x.loopDelayMs).filter((d) => d?.n > 0);
+  return {
+    bare: of(floors?.bare),
+    pool: of(floors?.pool),
+    loop: { text: loopText({ p50: median(delays.map((d) => d.p50)), p99: median(delays.map((d) => d.p99)) }) },
+  };
 }
 
 /** calls/s, p50/p99 of the unaffected entries in one run. */
@@ -370,10 +496,12 @@ export const crashSection = {
     const seconds = ctx.quick ? 3 : 10;
     const rounds = 3;
     const warmupMs = ctx.quick ? 1000 : 2000;
-    const spec = { kind: 'crash', mark: ctx.mark('crash'), seconds, rounds, warmupMs, sessions: SESSIONS };
+    const floorKills = ctx.quick ? 6 : 15;
+    const spec = { kind: 'crash', mark: ctx.mark('crash'), seconds, rounds, warmupMs, sessions: SESSIONS, floorKills };
     let r;
     try {
-      r = await ctx.runScenario(spec, { timeoutMs: 60_000 + rounds * MODES.length * seconds * 1000 * 3 });
+      // A floor kill pair takes ~1–2 s (the pool's reconnect); 10 s each is a generous bound.
+      r = await ctx.runScenario(spec, { timeoutMs: 60_000 + rounds * MODES.length * seconds * 1000 * 3 + floorKills * 10_000 });
     } catch (error) {
       return {
         tables: [{ title: 'crash under load', columns: ['result'], rows: [['failed']], notes: [`failed: ${error.message.slice(0, 1200)}`] }],
@@ -407,14 +535,23 @@ export const crashSection = {
           run.mode === 'idle' ? '–' : countErrors(run.errors[VICTIM]),
           run.mode === 'kill' ? `${run.kills.length} (${run.ticks.filter((t) => t.skipped).length} skipped)` : '–',
           fmt(run.cpuUs / allCalls),
+          loopText(run.loopDelayMs),
         ]);
       }
       perRound.push(byMode);
     }
     const vsCalm = killRatios(perRound, 'calm');
     const vsIdle = killRatios(perRound, 'idle');
-    rows.push(['', 'kill ÷ calm', '', '', vsCalm.callsPerSec.text, vsCalm.p50.text, vsCalm.p99.text, '', '', '', '', '', '']);
-    rows.push(['', 'kill ÷ victim idle', '', '', vsIdle.callsPerSec.text, vsIdle.p50.text, vsIdle.p99.text, '', '', '', '', '', '']);
+    rows.push(['', 'kill ÷ calm', '', '', vsCalm.callsPerSec.text, vsCalm.p50.text, vsCalm.p99.text, '', '', '', '', '', '', '']);
+    rows.push(['', 'kill ÷ victim idle', '', '', vsIdle.callsPerSec.text, vsIdle.p50.text, vsIdle.p99.text, '', '', '', '', '', '', '']);
+    // The main thread's loop delay by run kind: median over rounds of each run's p50 and p99.
+    const loopByMode = Object.fromEntries(
+      MODES.map((mode) => {
+        const of = r.runs.filter((run) => run.mode === mode && run.loopDelayMs?.n > 0).map((run) => run.loopDelayMs);
+        return [mode, { p50: median(of.map((x) => x.p50)), p99: median(of.map((x) => x.p99)), runs: of.length }];
+      }),
+    );
+    const floors = floorSummary(r.floors);
 
     // The victim, over every kill run.
     const killRuns = r.runs.filter((run) => run.mode === 'kill');
@@ -436,6 +573,9 @@ export const crashSection = {
       ['kill → pool `disconnected` event, p50 / max', msStats(kills.map((k) => k.disconnectedMs))],
       ['kill → pool `reconnected` event, p50 / max', msStats(kills.map((k) => k.reconnectedMs))],
       ['kill → first successful victim call, p50 / max (reconnect time)', msStats(kills.map((k) => k.firstOkMs))],
+      ['floor (a): kill → stdout `end` of a bare echo.mjs child (no pool, nothing else running), p50 [min–max]', floors.bare.text],
+      ['floor (b): pool kill → rejection of one in-flight `slow` call, no other load, p50 [min–max]', floors.pool.text],
+      ['main thread event-loop delay p50 / p99 ms (median of runs): calm | victim idle | kill | floor kills', `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text}`],
       [
         `unaffected p50 / p99 µs by victim state at the call's start: down (kill → served again) | back (next ${BACK_WINDOW_MS} ms) | rest of the kill run`,
         killRuns
@@ -481,8 +621,8 @@ export const crashSection = {
     return {
       tables: [
         {
-          title: `${ENTRIES} entries (echo.mjs) × ${SESSIONS} sessions, every session calling all ${ENTRIES} at once (one lane per session and entry, each sequential); ${rounds} rounds of 3 runs of ${seconds} s (order rotates), after ${warmupMs} ms warm-up. "unaffected" = the 3 entries never killed. calm: all lanes; victim idle: the victim's lanes do not call (the load a kill run really has); kill: the victim's child is SIGKILLed every ${KILL_EVERY_MS} ms. Ratios: median of per-round kill/other [range]. CPU = the supervisor process per call (all entries)`,
-          columns: ['round', 'run', 'lanes', 'all calls/s', 'unaffected calls/s', 'p50 µs', 'p99 µs', 'max ms', 'unaffected errors', 'victim ok calls/s', 'victim errors', 'kills', 'CPU µs/call'],
+          title: `${ENTRIES} entries (echo.mjs) × ${SESSIONS} sessions, every session calling all ${ENTRIES} at once (one lane per session and entry, each sequential); ${rounds} rounds of 3 runs of ${seconds} s (order rotates), after ${warmupMs} ms warm-up. "unaffected" = the 3 entries never killed. calm: all lanes; victim idle: the victim's lanes do not call (the load a kill run really has); kill: the victim's child is SIGKILLed every ${KILL_EVERY_MS} ms. Ratios: median of per-round kill/other [range]. CPU = the supervisor process per call (all entries). Loop delay = the supervisor's main thread, lateness of a ${LOOP_RESOLUTION_MS} ms timer (perf_hooks.monitorEventLoopDelay) over the run`,
+          columns: ['round', 'run', 'lanes', 'all calls/s', 'unaffected calls/s', 'p50 µs', 'p99 µs', 'max ms', 'unaffected errors', 'victim ok calls/s', 'victim errors', 'kills', 'CPU µs/call', 'loop delay p50 / p99 ms'],
           rows,
           notes: [],
         },
@@ -496,6 +636,12 @@ export const crashSection = {
       targets: [
         target('crash under load: 0 errors on the unaffected entries', `${unaffectedErrorCount}${unaffectedStopped ? ' (and lanes stopped)' : ''}`, unaffectedErrorCount === 0 && !unaffectedStopped),
         target('child killed → in-flight call rejected, p50 ≤ 10 ms', `${fmt(median(rejects.map((x) => x.ms)))} ms (${rejects.length} calls)`, rejects.length > 0 ? median(rejects.map((x) => x.ms)) <= 10 : undefined),
+        floor('kernel: SIGKILL → stdout `end` of a bare node child, no other load of ours', floors.bare.text),
+        floor('pool: kill → rejection, one call in flight, no other load', `${floors.pool.text}${Number.isFinite(floors.pool.p50) && Number.isFinite(floors.bare.p50) ? ` (${fmtRatio(ratio(floors.pool.p50, floors.bare.p50))} the bare child)` : ''}`),
+        floor(
+          'main thread event-loop delay p50 / p99 during: calm | victim idle | kill | floor kills',
+          `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text} ms`,
+        ),
         target('crash under load: unaffected p99 ≤ 1.5× the calm run', `${vsCalm.p99.text} (p50 ${vsCalm.p50.text})`, judged(vsCalm.p99.median, vsCalm.p99.median <= 1.5)),
         target('crash under load: unaffected p99 ≤ 1.5× the same-load control (victim idle)', `${vsIdle.p99.text} (p50 ${vsIdle.p50.text})`, judged(vsIdle.p99.median, vsIdle.p99.median <= 1.5)),
         target(

@@ -23,6 +23,7 @@ import {
   GATEWAYS,
   installedVersion,
   listeningOf,
+  mainThreadCpuUs,
   missingReason,
   outputTail,
   startGateway,
@@ -31,8 +32,9 @@ import {
   waitReady,
 } from '../lib/gateways.mjs';
 import { psSnapshot, treeRss } from '../lib/procs.mjs';
-import { fmt, fmtMb, fmtRange, fmtRatio, median, ratio, summarize, target } from '../lib/stats.mjs';
+import { floor, fmt, fmtMb, fmtRange, fmtRatio, median, ratio, summarize, target } from '../lib/stats.mjs';
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 
 const CONCURRENCY = 16;
 const START_TIMEOUT_MS = 30_000;
@@ -176,8 +178,9 @@ export const gatewaySection = {
           const pids = pidsOf(path);
           const server0 = cpuUsOf(pids);
           const bytes0 = path.handle?.outputBytes ?? 0;
+          const main0 = mainThreadCpuUs();
           const result = await runCalls(echoCall(path.session, path.tool), count, concurrency);
-          return { ...result, serverCpuUs: cpuUsOf(pids) - server0, loggedBytes: (path.handle?.outputBytes ?? 0) - bytes0 };
+          return { ...result, mainCpuUs: mainThreadCpuUs() - main0, serverCpuUs: cpuUsOf(pids) - server0, loggedBytes: (path.handle?.outputBytes ?? 0) - bytes0 };
         };
         const measured = new Map();
         for (const path of order) {
@@ -213,6 +216,8 @@ export const gatewaySection = {
             serverCpuConc: m.conc.serverCpuUs / m.conc.calls,
             clientCpuSeq: m.seq.cpuUs / m.seq.calls,
             clientCpuConc: m.conc.cpuUs / m.conc.calls,
+            clientMainCpuSeq: m.seq.mainCpuUs / m.seq.calls,
+            clientMainCpuConc: m.conc.mainCpuUs / m.conc.calls,
             loggedBytesPerCall: (m.seq.loggedBytes + m.conc.loggedBytes) / (m.seq.calls + m.conc.calls),
             rssBytes: tree.bytes,
             processes: tree.processes,
@@ -257,6 +262,55 @@ export const gatewaySection = {
   },
 };
 
+const CLIENT_ROW_NAME = { 'daemon-all': 'daemon /mcp', 'daemon-server': 'daemon /mcp/everything', 'http-floor': 'bare SDK server' };
+
+/**
+ * The floor under "p50 ≤ 0.5× mcp-hub's": each call's latency includes the client's own work for
+ * it, on the one thread that runs the client's JS, and that work is about the same for every call
+ * (so its CPU per call bounds the p50, and strictly the mean: wall time ≥ that thread's CPU time).
+ * A server that answers in no time still leaves the client's share.
+ */
+function p50Floor(hub, clientRows) {
+  const budget = 0.5 * hub.summary.seq.p50;
+  const each = clientRows.map((p) => `${CLIENT_ROW_NAME[p.id]} ${fmt(p.summary.clientCpuSeq)} (main thread ${fmt(p.summary.clientMainCpuSeq)})`).join(', ');
+  const least = Math.min(...clientRows.map((p) => p.summary.clientMainCpuSeq).filter(Number.isFinite));
+  const verdict = !Number.isFinite(least)
+    ? 'not judged (no main-thread CPU from /proc)'
+    : least > budget
+      ? `not reachable by any server with this client (its main thread alone: ${fmt(least)} µs per call, ${fmtRatio(least / budget)} the budget)`
+      : `not excluded by the client (its main thread: ${fmt(least)} µs per call, ${fmtRatio(least / budget)} the budget)`;
+  return floor(`client CPU per sequential call vs 0.5× mcp-hub's p50`, `budget ${fmt(budget)} µs; client CPU µs/call: ${each}: ${verdict}`);
+}
+
+/**
+ * The floor under "calls/s at concurrency 16 ≥ 2× the best peer": two upper bounds on the calls/s
+ * of this client whatever the server, from its CPU per call at concurrency 16. (1) Its JS runs on
+ * one thread, which cannot be busy longer than the wall clock: calls/s ≤ 1 s ÷ that thread's CPU
+ * per call. (2) All its threads share the machine's CPUs with the servers, which cost ≥ 0:
+ * calls/s ≤ CPUs × 1 s ÷ the process's CPU per call. The lower of the two holds; the best row
+ * (the cheapest client side) is what any server could reach at most.
+ */
+function concFloor(measuredPeers, clientRows, rounds) {
+  const cpus = os.availableParallelism?.() ?? os.cpus().length;
+  const bestPerRound = [];
+  for (let i = 0; i < rounds; i++) {
+    const values = measuredPeers.map((p) => p.rounds[i]?.concCallsPerSec).filter(Number.isFinite);
+    if (values.length > 0) bestPerRound.push(Math.max(...values));
+  }
+  const need = 2 * median(bestPerRound);
+  const bounds = clientRows.map((p) => {
+    const thread = 1e6 / p.summary.clientMainCpuConc;
+    const cores = (cpus * 1e6) / p.summary.clientCpuConc;
+    return { p, thread, cores, bound: Math.min(...[thread, cores].filter(Number.isFinite)) };
+  });
+  const best = bounds.reduce((a, b) => (b.bound > a.bound ? b : a));
+  const each = bounds
+    .map(({ p, thread, cores, bound }) => `${CLIENT_ROW_NAME[p.id]} ≤ ${fmt(bound)} (${fmt(p.summary.clientMainCpuConc)} µs → ${fmt(thread)}; ${fmt(p.summary.clientCpuConc)} µs → ${fmt(cores)})`)
+    .join(', ');
+  const verdict = !Number.isFinite(best.bound) ? 'not judged' : best.bound < need ? 'not reachable by any server with this client' : 'not excluded by the client';
+  return floor(`client CPU per call at concurrency ${CONCURRENCY} vs 2× the best peer`, `need ${fmt(need)} calls/s; this client allows at most the lower of 1 thread ÷ its main-thread CPU/call and ${cpus} CPUs ÷ its process CPU/call: ${each}: ${verdict}`);
+}
+
 /** A status cut for a table cell; the whole of it goes in a note. */
 function short(text, max = 90) {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
@@ -278,6 +332,8 @@ function aggregate(path) {
     serverCpuConc: median(done.map((r) => r.serverCpuConc)),
     clientCpuSeq: median(done.map((r) => r.clientCpuSeq)),
     clientCpuConc: median(done.map((r) => r.clientCpuConc)),
+    clientMainCpuSeq: median(done.map((r) => r.clientMainCpuSeq)),
+    clientMainCpuConc: median(done.map((r) => r.clientMainCpuConc)),
     loggedBytesPerCall: median(done.map((r) => r.loggedBytesPerCall)),
     rssBytes: median(done.map((r) => r.rssBytes)),
     processes: Math.max(...done.map((r) => r.processes)),
@@ -298,7 +354,7 @@ function report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRoun
   // Table 1: every path, absolute numbers and ratios to the direct floor.
   const rows = paths.map((p) => {
     const s = p.summary;
-    if (!s) return [p.label, p.transport, p.status === 'ok' ? 'no round completed' : short(p.status), '', '', '', '', '', '', '', ''];
+    if (!s) return [p.label, p.transport, p.status === 'ok' ? 'no round completed' : short(p.status), '', '', '', '', '', '', '', '', ''];
     const vsDirect = measured(directPath) && p !== directPath;
     return [
       p.label,
@@ -308,6 +364,7 @@ function report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRoun
       fmt(s.concCallsPerSec),
       `${fmt(s.serverCpuSeq)} / ${fmt(s.serverCpuConc)}`,
       `${fmt(s.clientCpuSeq)} / ${fmt(s.clientCpuConc)}`,
+      `${fmt(s.clientMainCpuSeq)} / ${fmt(s.clientMainCpuConc)}`,
       s.readyN > 0 ? fmt(s.readyMs) : s.readyErrors > 0 ? 'failed' : '–',
       `${fmtMb(s.rssBytes)} (${s.processes})`,
       vsDirect ? paired(p, directPath, 'seqP50').text : p === directPath ? 'floor' : '–',
@@ -354,6 +411,12 @@ function report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRoun
       targets.push(target(label, `${r.text} (${fmt(d.summary.seq.p50)} vs ${fmt(hub.summary.seq.p50)} µs)`, r.median <= 0.5));
     }
   }
+  // The client's share: every path is called by the same SDK client in this process, on the same
+  // CPUs as the servers. Its rows over Streamable HTTP (the daemon's, and the bare SDK server's,
+  // which has nothing behind it) say what the client alone costs per call.
+  const clientRows = [...DAEMON_PATHS, 'http-floor'].map((id) => byId.get(id)).filter(measured);
+  if (measured(hub) && clientRows.length > 0) targets.push(p50Floor(hub, clientRows));
+
   const bestPeer = {};
   for (const id of DAEMON_PATHS) {
     const d = byId.get(id);
@@ -382,16 +445,18 @@ function report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRoun
     bestPeer[id] = { median: m, ratios, winners };
     targets.push(target(label, `${fmtRatio(m)} ${fmtRange(ratios)} (best peer per round: ${names})`, m >= 2));
   }
+  const measuredPeers = peers.filter(measured);
+  if (measuredPeers.length > 0 && clientRows.length > 0) targets.push(concFloor(measuredPeers, clientRows, rounds));
 
   const concLabel = `c${CONCURRENCY}`;
   return {
     tables: [
       {
         title: `${rounds} interleaved rounds (order forward / reversed) per path: ${seqPerRound} sequential calls, ${concPerRound} at concurrency ${CONCURRENCY}, ${readyPerRound} new session(s); after ${warmup.seq} + ${warmup.conc} warm-up calls. p50/p99 over all rounds; calls/s, CPU, RSS: median of rounds; ratios: median of per-round path ÷ direct [range]`,
-        columns: ['path', 'transport', 'seq p50 µs', 'seq p99 µs', `${concLabel} calls/s`, 'server CPU µs/call seq / c16', 'client CPU µs/call seq / c16', 'new session ready ms', 'tree RSS (procs)', 'p50 ÷ direct', `${concLabel} calls/s ÷ direct`],
+        columns: ['path', 'transport', 'seq p50 µs', 'seq p99 µs', `${concLabel} calls/s`, 'server CPU µs/call seq / c16', 'client CPU µs/call seq / c16', 'client main thread µs/call seq / c16', 'new session ready ms', 'tree RSS (procs)', 'p50 ÷ direct', `${concLabel} calls/s ÷ direct`],
         rows,
         notes: [
-          'server CPU = the gateway and its children (the server-everything processes), from /proc (10 ms ticks); direct: its server child. client CPU = this bench process, every thread.',
+          'server CPU = the gateway and its children (the server-everything processes), from /proc (10 ms ticks); direct: its server child. client CPU = this bench process, every thread; client main thread = the one thread that runs the client\'s JS (/proc schedstat, ns).',
           'tree RSS = the gateway and its descendants with one measuring session open (direct: its server child; the client side is never counted). The two daemon endpoints share one daemon.',
           ...notes,
         ],

@@ -1,15 +1,25 @@
 // Part 1: the library path. A direct in-process SDK Client over stdio vs PooledConnection.callTool
 // through the pool (view → MessagePort → actor thread → stdio child), on the same fixture, in the
-// same process. Rounds alternate which path goes first (ABBA), so machine noise hits both; the
-// headline ratio is the median of the per-round ratios (paired), with their range.
+// same process. Rounds alternate the order of the paths (forward, then reversed), so machine
+// noise hits all; the headline ratio is the median of the per-round ratios (paired), with their
+// range. A third path is the floor of the one hop a pool call cannot avoid: the direct call plus
+// one bare MessagePort round trip to a worker thread that echoes it (lib/echoThread.mjs).
 import { closeDirect, connectDirect, directCall, pooledCall, runCalls } from '../lib/load.mjs';
 import { createPool, describeEvents } from '../lib/pools.mjs';
 import { fixtureConfig } from '../lib/procs.mjs';
-import { fmt, fmtRange, fmtRatio, median, ratio, summarize, target } from '../lib/stats.mjs';
+import { startEchoThread } from '../lib/echoThread.mjs';
+import { floor, fmt, fmtRange, fmtRatio, median, ratio, summarize, target } from '../lib/stats.mjs';
 import { ACQUIRE_COLUMNS, acquireNotes, acquireRows, measureAcquire } from './acquire.mjs';
 
 const CONCURRENCY = 16;
 const MODES = { seq: 1, conc: CONCURRENCY };
+/** The paths, in the order of even rounds; odd rounds reverse it. */
+const PATHS = ['direct', 'hop', 'pool'];
+const PATH_LABEL = {
+  direct: 'direct SDK Client.callTool',
+  hop: 'floor: direct + one bare thread round trip',
+  pool: 'PooledConnection.callTool',
+};
 
 function aggregate(chunks) {
   const calls = chunks.reduce((s, c) => s + c.calls, 0);
@@ -28,11 +38,14 @@ function aggregate(chunks) {
   };
 }
 
-/** Per-round ratios pool/direct of one statistic, their median and range. */
-function pairedRatio(pool, direct, key) {
-  const ratios = pool.round[key].map((v, i) => ratio(v, direct.round[key][i]));
+/** Per-round ratios a/b of one statistic, their median and range. */
+function pairedRatio(a, b, key) {
+  const ratios = a.round[key].map((v, i) => ratio(v, b.round[key][i]));
   return { median: median(ratios), ratios, text: `${fmtRatio(median(ratios))} ${fmtRange(ratios)}` };
 }
+
+/** { mode: { stat: { median, perRound } } } for the JSON. */
+const rawRatios = (byMode) => Object.fromEntries(Object.entries(byMode).map(([mode, r]) => [mode, Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { median: v.median, perRound: v.ratios }]))]));
 
 export const librarySection = {
   id: 'library',
@@ -45,24 +58,34 @@ export const librarySection = {
     const rounds = ctx.quick ? 4 : 8;
     const warmup = ctx.quick ? 300 : 500;
     const calls = perRound * rounds;
-    const chunks = { direct: { seq: [], conc: [] }, pool: { seq: [], conc: [] } };
+    const chunks = Object.fromEntries(PATHS.map((path) => [path, { seq: [], conc: [] }]));
     const events = {};
 
     const pool = createPool(events, { drainDelayMs: 30_000 });
     let client;
+    let echoThread;
     try {
       const view = await pool.acquire('echo', fixtureConfig(ctx.mark('lib-pool')), 'bench-library');
       client = await connectDirect(fixtureConfig(ctx.mark('lib-direct')));
-      const paths = { direct: directCall(client), pool: pooledCall(view) };
-      // Warm-up: JIT on both paths, both children, the actor thread; the spare thread's boot ends meanwhile.
+      echoThread = await startEchoThread();
+      const direct = directCall(client);
+      const { roundTrip } = echoThread;
+      // The floor shares the direct path's client and child: the only difference is the hop.
+      const hop = async () => {
+        await roundTrip();
+        return direct();
+      };
+      const paths = { direct, hop, pool: pooledCall(view) };
+      // Warm-up: JIT on every path, both children, the actor and echo threads; the spare thread's boot ends meanwhile.
       for (const call of Object.values(paths)) for (const concurrency of Object.values(MODES)) await runCalls(call, warmup, concurrency);
       for (let round = 0; round < rounds; round++) {
-        const order = round % 2 === 0 ? ['direct', 'pool'] : ['pool', 'direct'];
+        const order = round % 2 === 0 ? PATHS : [...PATHS].reverse();
         for (const path of order) chunks[path].seq.push(await runCalls(paths[path], perRound, MODES.seq));
         for (const path of [...order].reverse()) chunks[path].conc.push(await runCalls(paths[path], perRound, MODES.conc));
       }
       ctx.checkLoopback('library');
     } finally {
+      await echoThread?.close();
       await closeDirect([client]);
       await pool.drainAll({ timeoutMs: 5000 });
     }
@@ -70,25 +93,40 @@ export const librarySection = {
     const acquireRounds = ctx.quick ? 2 : 4;
     const acquire = await measureAcquire(ctx, acquireRounds, 'lib-acq');
 
-    const result = { direct: {}, pool: {} };
-    for (const path of ['direct', 'pool']) for (const mode of Object.keys(MODES)) result[path][mode] = aggregate(chunks[path][mode]);
+    const result = Object.fromEntries(PATHS.map((path) => [path, {}]));
+    for (const path of PATHS) for (const mode of Object.keys(MODES)) result[path][mode] = aggregate(chunks[path][mode]);
+    const pairAll = (a, b) => ({ p50: pairedRatio(a, b, 'p50'), callsPerSec: pairedRatio(a, b, 'callsPerSec'), cpuUsPerCall: pairedRatio(a, b, 'cpuUsPerCall') });
+    // paired[mode]: pool ÷ direct; floorPaired[mode]: hop ÷ direct; poolVsFloor[mode]: pool ÷ hop.
     const paired = {};
+    const floorPaired = {};
+    const poolVsFloor = {};
     const rows = [];
+    const ratioCells = (r) => [r.p50.text, r.callsPerSec.text, r.cpuUsPerCall.text];
     for (const mode of Object.keys(MODES)) {
       const d = result.direct[mode];
+      const h = result.hop[mode];
       const p = result.pool[mode];
-      paired[mode] = { p50: pairedRatio(p, d, 'p50'), callsPerSec: pairedRatio(p, d, 'callsPerSec'), cpuUsPerCall: pairedRatio(p, d, 'cpuUsPerCall') };
+      paired[mode] = pairAll(p, d);
+      floorPaired[mode] = pairAll(h, d);
+      poolVsFloor[mode] = pairAll(p, h);
       const label = mode === 'seq' ? 'sequential' : `concurrency ${CONCURRENCY}`;
-      rows.push(['direct SDK Client.callTool', label, d.calls, fmt(d.p50), fmt(d.p99), fmt(d.callsPerSec), fmt(d.cpuUsPerCall), 'baseline', 'baseline', 'baseline']);
-      rows.push(['PooledConnection.callTool', label, p.calls, fmt(p.p50), fmt(p.p99), fmt(p.callsPerSec), fmt(p.cpuUsPerCall), paired[mode].p50.text, paired[mode].callsPerSec.text, paired[mode].cpuUsPerCall.text]);
+      const cells = (s) => [s.calls, fmt(s.p50), fmt(s.p99), fmt(s.callsPerSec), fmt(s.cpuUsPerCall)];
+      rows.push([PATH_LABEL.direct, label, ...cells(d), 'baseline', 'baseline', 'baseline']);
+      rows.push([PATH_LABEL.hop, label, ...cells(h), ...ratioCells(floorPaired[mode])]);
+      rows.push([PATH_LABEL.pool, label, ...cells(p), ...ratioCells(paired[mode])]);
+      rows.push(['pool ÷ floor (same rounds)', label, '', '', '', '', '', ...ratioCells(poolVsFloor[mode])]);
     }
     const seqRatio = paired.seq.p50.median;
     const concRatio = paired.conc.callsPerSec.median;
+    // What the hop alone takes of the sequential budget (1.2× direct: 0.2× of direct's p50 to spend).
+    const hopSeq = floorPaired.seq.p50.median;
+    const budgetShare = Number.isFinite(hopSeq) ? `${Math.round(((hopSeq - 1) / 0.2) * 100)} %` : '–';
+    const hopAddedUs = result.hop.seq.p50 - result.direct.seq.p50;
     const poolEvents = describeEvents(events);
     return {
       tables: [
         {
-          title: `${rounds} interleaved rounds of ${perRound} calls per path and mode (${calls} in all), after ${warmup} warm-up calls per path and mode. Ratios: median of per-round pool/direct [range]. CPU = this whole process (all threads), per call`,
+          title: `${rounds} interleaved rounds of ${perRound} calls per path and mode (${calls} in all), after ${warmup} warm-up calls per path and mode. Ratios: median of per-round path ÷ direct [range] (last row of each mode: pool ÷ floor). Floor = each call does one MessagePort round trip to a worker thread that echoes a tools/call-sized message, then the direct call (same client and child as direct). CPU = this whole process (all threads), per call`,
           columns: ['path', 'mode', 'calls', 'p50 µs', 'p99 µs', 'calls/s', 'CPU µs/call', 'p50 ratio', 'calls/s ratio', 'CPU ratio'],
           rows,
           notes: poolEvents ? [`pool events during the calls: ${poolEvents}`] : [],
@@ -97,7 +135,15 @@ export const librarySection = {
       ],
       targets: [
         target('library p50 ≤ 1.2× direct (sequential)', fmtRatio(seqRatio), seqRatio <= 1.2),
+        floor(
+          'one bare thread round trip per call (sequential)',
+          `${floorPaired.seq.p50.text} direct p50 (${fmt(result.hop.seq.p50)} vs ${fmt(result.direct.seq.p50)} µs: +${fmt(hopAddedUs)} µs), ${budgetShare} of the 1.2× budget; the pool is ${poolVsFloor.seq.p50.text} this floor`,
+        ),
         target('library throughput ≥ 1.0× direct at concurrency 16', fmtRatio(concRatio), concRatio >= 1.0),
+        floor(
+          `one bare thread round trip per call (concurrency ${CONCURRENCY})`,
+          `${floorPaired.conc.callsPerSec.text} direct calls/s (CPU ${floorPaired.conc.cpuUsPerCall.text} direct); the pool is ${poolVsFloor.conc.callsPerSec.text} this floor's calls/s`,
+        ),
       ],
       raw: {
         calls,
@@ -111,7 +157,8 @@ export const librarySection = {
             Object.fromEntries(Object.entries(modes).map(([mode, s]) => [mode, { p50Us: s.p50, p99Us: s.p99, callsPerSec: s.callsPerSec, cpuUsPerCall: s.cpuUsPerCall, perRound: s.round }])),
           ]),
         ),
-        pairedRatios: Object.fromEntries(Object.entries(paired).map(([mode, r]) => [mode, Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { median: v.median, perRound: v.ratios }]))])),
+        pairedRatios: rawRatios(paired),
+        floor: { what: 'direct call + one bare MessagePort round trip to an echoing worker thread', hopVsDirect: rawRatios(floorPaired), poolVsHop: rawRatios(poolVsFloor) },
         // Every call's latency in µs (0.1 µs), per path, mode and round: any statistic can be recomputed.
         latenciesUs: Object.fromEntries(
           Object.entries(chunks).map(([path, modes]) => [
