@@ -77,7 +77,11 @@ function makeLogger(post: (record: LogRecord) => void, bindings: Record<string, 
       threshold = value;
     },
     child: (more) => makeLogger(post, { ...bindings, ...more }, threshold),
-    isLevelEnabled: (name) => (LEVELS[name as ActorLogLevelName] ?? Infinity) >= threshold && threshold !== Infinity,
+    isLevelEnabled: (name) => {
+      const value = LEVELS[name as ActorLogLevelName];
+      // `silent` and unknown names are no level a line is written at.
+      return value !== undefined && value !== Infinity && value >= threshold;
+    },
     trace: line('trace'),
     debug: line('debug'),
     info: line('info'),

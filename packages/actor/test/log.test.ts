@@ -24,6 +24,8 @@ describe('actor logger', () => {
     expect(logger.level).toBe('info');
     expect(logger.isLevelEnabled('debug')).toBe(false);
     expect(logger.isLevelEnabled('warn')).toBe(true);
+    expect(logger.isLevelEnabled('silent')).toBe(false);
+    expect(logger.isLevelEnabled('loud')).toBe(false);
     logger.debug({ no: true }, 'below the level');
     logger.info('restarting');
     logger.warn({ reason: 'x' }, 'held back');
