@@ -8,7 +8,6 @@
  */
 import { threadId, type MessagePort } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
-import type { Logger } from 'pino';
 import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents, WireError } from '@mcpool/protocol';
 import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
@@ -20,7 +19,7 @@ import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
 import { SourceThrottle } from './sourceThrottle.js';
-import { createActorLogger } from './log.js';
+import { createActorLogger, type ActorLogger } from './log.js';
 
 /** What the hosting thread gives each of its connections. */
 export interface ConnectionThread {
@@ -42,7 +41,7 @@ export interface ConnectionActor {
 export function openConnectionActor(control: MessagePort, thread: ConnectionThread): ConnectionActor {
 
   // `channel` is read when a line is logged, never before the module has set it up.
-  let logger: Logger = createActorLogger((record) => channel.emit('log', record), { threadId });
+  let logger: ActorLogger = createActorLogger((record) => channel.emit('log', record), { threadId });
   let args: ActorStartArgs | undefined;
   let machine: Actor<typeof connectionMachine> | undefined;
   let connection: ServerConnection | undefined;

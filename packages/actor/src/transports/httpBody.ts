@@ -4,7 +4,7 @@
  * and checked only for being an object; no schema validation happens here.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { EventSourceMessage } from 'eventsource-parser';
 import type { ReadGate } from '../sourceThrottle.js';
 import type { JsonRpcMessage } from './upstreamTransport.js';
 
@@ -85,6 +85,9 @@ export class GatedReads {
 
 /** Feeds `body` through an SSE parser until it ends; throws what the body's iterator throws. */
 export async function readSse(body: AsyncIterable<Uint8Array>, handlers: SseHandlers): Promise<void> {
+  // Loaded on the first stream: every actor imports this module (for `jsonRpcErrorIn`), and a
+  // thread hosting only stdio servers, on the path of a fresh pool's first acquire, never parses SSE.
+  const { createParser } = await import('eventsource-parser');
   const parser = createParser({
     onEvent: (event) => handlers.onEvent(event),
     onRetry: (ms) => handlers.onRetry?.(ms),
