@@ -50,10 +50,10 @@ import {
 } from '@mcpool/core';
 import { JsonRpcCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
-import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import type { GatewayAccess } from './access.js';
 import { acquireFailure, acquireView } from './acquire.js';
 import { endpointCapabilities } from './capabilities.js';
+import { classifyInbound, type RequestHeaders } from './era.js';
 import { MessageStream } from './messageStream.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
 import { RpcError, toRpcError, unknownNameError, type RequestedName } from './rpcErrors.js';
@@ -62,8 +62,7 @@ import { RpcError, toRpcError, unknownNameError, type RequestedName } from './rp
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
 
 type Params = Record<string, unknown>;
-/** HTTP request headers, names lower-case (as `node:http` gives them). */
-export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+export type { RequestHeaders } from './era.js';
 type RequestId = string | number;
 
 /** Who asks, on which endpoint, and what they may use (the host decides, per request). */
@@ -164,27 +163,17 @@ const header = (headers: RequestHeaders, name: string): string | undefined => {
 };
 
 /**
- * Legacy or modern, by the body first (the SDK's classifier: `initialize` → legacy; a valid
- * `_meta` envelope → modern; a modern `MCP-Protocol-Version` header without the envelope, or an
- * envelope whose version disagrees with the header → a refusal with the status and JSON-RPC
- * error the revision names).
+ * Legacy or modern, by the body first (`initialize` → legacy; a valid `_meta` envelope → modern;
+ * a modern `MCP-Protocol-Version` header without the envelope, or an envelope whose version
+ * disagrees with the header → a refusal with the status and JSON-RPC error the revision names).
  */
 export function classifyEra(httpMethod: string, headers: RequestHeaders, body: unknown): EraVerdict {
-  const version = header(headers, 'mcp-protocol-version');
-  const method = header(headers, 'mcp-method');
-  const name = header(headers, 'mcp-name');
-  const outcome = classifyInboundRequest({
-    httpMethod,
-    body,
-    ...(version === undefined ? {} : { protocolVersionHeader: version }),
-    ...(method === undefined ? {} : { mcpMethodHeader: method }),
-    ...(name === undefined ? {} : { mcpNameHeader: name }),
-  });
+  const outcome = classifyInbound(httpMethod, headers, body);
   if (outcome.kind === 'legacy') return { era: 'legacy' };
   if (outcome.kind === 'modern') return { era: 'modern' };
   const code = outcome.code === JsonRpcCode.HEADER_MISMATCH ? ErrorCode.HEADER_MISMATCH : outcome.code === JsonRpcCode.INVALID_PARAMS ? ErrorCode.INVALID_ARGUMENT : ErrorCode.BAD_REQUEST;
   const id = (asRecord(body)?.id ?? null) as RequestId | null;
-  return { era: 'reject', status: outcome.httpStatus, body: errorBody(id, outcome.code, outcome.message, { code, ...asRecord(outcome.data) }) };
+  return { era: 'reject', status: outcome.status, body: errorBody(id, outcome.code, outcome.message, { code, ...outcome.data }) };
 }
 
 function errorBody(id: RequestId | null, code: number, message: string, data?: unknown): Record<string, unknown> {

@@ -363,12 +363,31 @@ export class Gateway {
       return reply;
     }
     if (answer.kind === 'json') {
-      if (answer.body === undefined) return reply.code(answer.status).send();
-      // The app's onSend hook scrubs every secret from the serialized body, as on REST.
-      return reply.code(answer.status).header('content-type', 'application/json').send(answer.body);
+      this.#json(reply, answer.status, answer.body);
+      return reply;
     }
     await this.#stream(reply, answer, gone.signal);
     return reply;
+  }
+
+  /**
+   * A JSON answer written on the socket at once, as a legacy session's wire writes its own:
+   * fastify's reply pipeline (serializer, hooks, header merging) cost more than the answer.
+   * Hijacked, so no hook of the app sees it: the body is scrubbed of every secret here, and the
+   * headers fastify set so far (CORS) go along.
+   */
+  #json(reply: FastifyReply, status: number, body: Record<string, unknown> | undefined): void {
+    const raw = reply.raw;
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
+    reply.hijack();
+    if (body === undefined) {
+      raw.writeHead(status).end();
+      return;
+    }
+    const text = this.#redactor.scrub(JSON.stringify(body));
+    // A known length: no chunked framing for a body written at once.
+    raw.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    raw.end(text);
   }
 
   /** Writes a streamed answer as SSE (keep-alive comments on a quiet stream) until it ends or the client goes. */
