@@ -183,8 +183,8 @@ describe('generation guard on the view', () => {
     };
   }
 
-  it('a snapshot older than the one applied never overwrites it', async () => {
-    // The actor's end of a real channel: the protocol's RpcChannel, as the actor uses it.
+  /** A view over a hand-held channel whose other end is the actor's (the protocol's RpcChannel, as the actor uses it), and the tool lists its changes showed. */
+  function handHeldView(): { actor: RpcChannel; view: PooledConnection; seen: string[][] } {
     const { port1, port2 } = new MessageChannel();
     const actor = new RpcChannel(port2);
     const view = new PooledConnection({
@@ -199,6 +199,11 @@ describe('generation guard on the view', () => {
     });
     const seen: string[][] = [];
     view.on('toolsChanged', () => seen.push(view.tools.map((tool) => tool.name)));
+    return { actor, view, seen };
+  }
+
+  it('a snapshot older than the one applied never overwrites it', async () => {
+    const { actor, view, seen } = handHeldView();
     const send = (snap: ViewEvents['snapshot']): boolean => actor.emit('snapshot', snap);
 
     send(snapshot(1, ['one']));
@@ -214,20 +219,7 @@ describe('generation guard on the view', () => {
   });
 
   it('a view seeded from the entry\'s snapshot is ready at once; the replay of the same generation is a no-op, a newer one is a change', async () => {
-    const { port1, port2 } = new MessageChannel();
-    const actor = new RpcChannel(port2);
-    const view = new PooledConnection({
-      id: 'fake::0' as never,
-      serverName: 'fake',
-      entryIndex: 0,
-      sessionId: 'A',
-      port: port1,
-      fields: {},
-      callTimeoutMs: 1000,
-      onRelease: async () => undefined,
-    });
-    const seen: string[][] = [];
-    view.on('toolsChanged', () => seen.push(view.tools.map((tool) => tool.name)));
+    const { actor, view, seen } = handHeldView();
     view.seed(snapshot(1, ['one']));
     // Ready with no message from the actor.
     await view.ready;
