@@ -166,6 +166,20 @@ describe('list changes', () => {
     expect(b.generation).toBe(changer.generation);
     expect(textOf(await b.callTool('during', { text: 'seen' }))).toBe('seen');
   });
+
+  it('a seeded view released before its attach went out never wakes the entry: it still drains', async () => {
+    const pool = newPool({ drainDelayMs: 300 });
+    const mark = newMark('seededrelease');
+    const config = fixtureConfig('listChanged.mjs', mark);
+    const first = await pool.acquire('lc', config, 'first');
+    await first.release();
+    // Idle entry, known snapshot: seeded, its `setIdle` and `attach` wait for the next turn; the release comes first.
+    const b = await pool.acquire('lc', config, 'B');
+    expect(b.tools.map((t) => t.name)).toContain('base');
+    await b.release();
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
+    expect(pool.getSnapshot().servers).toEqual({});
+  });
 });
 
 describe('generation guard on the view', () => {
