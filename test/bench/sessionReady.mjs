@@ -5,7 +5,7 @@
 // notifications/initialized + tools/list; SDK v2 pinned to 2026-07-28 for modern: server/discover
 // + tools/list), each closed before the next. Every HTTP request the client makes is timed on the
 // client (request sent → body read), so the per-step figures show which step the time goes to.
-// `node test/bench/sessionReady.mjs [--n=20] [--endpoint=daemon-all|daemon-all-modern|daemon-server] [--prof-dir=DIR] [--gateway=http-floor]`
+// `node test/bench/sessionReady.mjs [--n=20] [--warmup=20] [--endpoint=daemon-all|daemon-all-modern|daemon-server] [--prof-dir=DIR] [--gateway=http-floor]`
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,6 +16,10 @@ import { marker } from './lib/procs.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const n = Math.min(500, Math.max(1, Number(args.n ?? 20)));
+// With 5, the endpoint measured first was the slower one in most runs, whichever it was (the
+// daemon's writing of the initialize answer 1–2.3 ms against 0.3–1.3 ms): its code was still
+// being compiled. More sessions first bring both endpoints to the same state.
+const warmup = Math.min(200, Math.max(0, Number(args.warmup ?? 20)));
 // `--gateway=http-floor`: the bare SDK Streamable HTTP server, the floor of these figures.
 const gatewayId = args.gateway ?? 'daemon';
 const endpointIds = (args.endpoint ?? (gatewayId === 'daemon' ? 'daemon-all,daemon-all-modern' : gatewayId)).split(',');
@@ -32,8 +36,8 @@ try {
     if (!endpoint) throw new Error(`--endpoint must be among ${daemon.endpoints.map((e) => e.id).join(', ')}`);
     const { session, url } = await waitReady(handle, endpoint, 60_000);
     await closeSession(session);
-    // A few sessions first: the daemon's code paths compiled, the client's too.
-    for (let i = 0; i < 5; i++) await openOne(url, endpoint.transport, handle.spec.headers);
+    // Sessions first: the daemon's code paths compiled, the client's too.
+    for (let i = 0; i < warmup; i++) await openOne(url, endpoint.transport, handle.spec.headers);
     const steps = new Map();
     const totals = [];
     for (let i = 0; i < n; i++) {

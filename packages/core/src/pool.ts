@@ -19,6 +19,7 @@ import {
   ErrorCode,
   SHARING_POLICIES,
   PoolError,
+  RpcChannel,
   connectionIdOf,
   fingerprint,
   isPoolable,
@@ -36,9 +37,11 @@ import {
   type PoolEvent,
   type ReconnectPolicy,
   type ServerConfig,
+  type ServerSnapshot,
   type SharingPolicy,
   type TransportKind,
   type ViewClientInfo,
+  type ViewEvents,
   type WireError,
 } from '@mcpool/protocol';
 import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
@@ -362,7 +365,19 @@ interface PoolEntry {
   authorization: string | undefined;
   /** A refusal of the token being handled (one at a time per entry). */
   authRefusal: Promise<void> | undefined;
+  /** The pool's own watch of the entry's snapshots, once it is ready (see `#watch`). */
+  watch: EntryWatch | undefined;
 }
+
+/** What the pool's watch of an entry last heard: the entry's newest snapshot and whether its server is connected. */
+interface EntryWatch {
+  channel: RpcChannel;
+  snapshot: ServerSnapshot | undefined;
+  connected: boolean;
+}
+
+/** The session id the actor logs for the pool's watch of an entry (never a caller's session). */
+const WATCH_SESSION_ID = 'mcpool:watch';
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 /** How often the group ledger records the members of the groups it holds (one `ps`). */
@@ -1090,6 +1105,7 @@ export class McpTransportPool {
       status: 'spawning',
       idle: false,
       views: new Map(),
+      watch: undefined,
       ready: Promise.resolve(),
       budgetHeld: true,
       closing: undefined,
@@ -1143,6 +1159,7 @@ export class McpTransportPool {
         // The server is up: the helpers it started by now join its group's record.
         void this.#ledger?.refresh();
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
+        if (entry.status === 'active') this.#watch(entry);
         this.#spawnFailures.delete(spawnKey);
         entry.era = result.era ?? entry.era;
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
@@ -1218,13 +1235,27 @@ export class McpTransportPool {
     entry.views.set(sessionId, view);
     this.#index(sessionId, entry);
     try {
-      if (entry.idle) {
+      const wake = entry.idle;
+      if (wake) {
         entry.idle = false;
         entry.handle.ref();
-        // Same channel as the attach below, so the actor leaves `draining` before it attaches.
-        void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
       }
       const attach: AttachArgs = { viewId: randomUUID(), sessionId, port: port2, ...(client === undefined ? {} : { client }) };
+      const seed = this.#seedOf(entry);
+      if (seed !== undefined) {
+        // The entry's lists are known here already (the pool's watch, or a live view): the new
+        // view starts from them and is usable now, without waiting for the actor's thread. The
+        // port keeps its order: the actor's replay (the lists at attach time) is its first
+        // message, then every change after it; a request sent meanwhile waits in the port.
+        view.seed(seed);
+        const tell = (): void => this.#attachSeeded(entry, view, attach, wake);
+        // Told after this turn: waking the actor's thread now lets it take the CPU from the
+        // caller's own work on a busy machine (a woken thread may preempt its waker).
+        setImmediate(tell);
+        return view;
+      }
+      // Same channel as the attach below, so the actor leaves `draining` before it attaches.
+      if (wake) void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
       await entry.handle.request('attach', attach, { transfer: [port2], timeoutMs: 10_000 });
       await view.ready;
       return view;
@@ -1238,6 +1269,77 @@ export class McpTransportPool {
       }
       throw failure;
     }
+  }
+
+  /**
+   * The pool's own view of a ready entry, snapshots and statuses only: the actor sends it every
+   * snapshot (never a notification), so a new view can start from the entry's current lists
+   * without waiting for the actor's thread. Its port never keeps the host alive; it closes with
+   * the entry's connection (the actor closes every view then).
+   */
+  #watch(entry: PoolEntry): void {
+    const { port1, port2 } = new MessageChannel();
+    const watch: EntryWatch = { channel: undefined!, snapshot: undefined, connected: true };
+    watch.channel = new RpcChannel(port1, {
+      onEvent: (ev, data) => {
+        if (ev === 'snapshot') {
+          const snapshot = data as ServerSnapshot;
+          // Generations only grow: a late older snapshot never replaces a newer one.
+          if (watch.snapshot === undefined || snapshot.generation > watch.snapshot.generation) watch.snapshot = snapshot;
+        } else if (ev === 'status') {
+          watch.connected = (data as ViewEvents['status']).status === 'reconnected';
+        }
+      },
+      onClose: () => {
+        if (entry.watch === watch) entry.watch = undefined;
+      },
+    });
+    port1.unref();
+    entry.watch = watch;
+    const attach: AttachArgs = { viewId: randomUUID(), sessionId: WATCH_SESSION_ID, port: port2, watch: true };
+    entry.handle.request('attach', attach, { transfer: [port2], timeoutMs: 10_000 }).catch(() => watch.channel.close('the watch could not attach'));
+  }
+
+  /** The newest snapshot a new view of `entry` may start from: the pool's watch's, or a connected view's. */
+  #seedOf(entry: PoolEntry): ServerSnapshot | undefined {
+    const watch = entry.watch;
+    let seed = watch !== undefined && watch.connected ? watch.snapshot : undefined;
+    for (const other of entry.views.values()) {
+      const snapshot = other.seedSnapshot;
+      if (snapshot !== undefined && (seed === undefined || snapshot.generation > seed.generation)) seed = snapshot;
+    }
+    return seed;
+  }
+
+  /**
+   * Tells the actor of a view that was seeded: that the entry is in use again (`wake`, unless it
+   * went idle again meanwhile: its `setIdle` went out then), and the attach itself, unless the
+   * view was released meanwhile (its port then closes and the actor never sees it).
+   */
+  #attachSeeded(entry: PoolEntry, view: PooledConnection, attach: AttachArgs, wake: boolean): void {
+    if (wake && !entry.idle) void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
+    if (entry.views.get(attach.sessionId) !== view) {
+      attach.port.close();
+      return;
+    }
+    entry.handle.request('attach', attach, { transfer: [attach.port], timeoutMs: 10_000 }).catch((error: unknown) => this.#attachRefused(entry, view, error));
+  }
+
+  /**
+   * A seeded view's attach failed after its acquire returned: the view fails (its session sees
+   * `failed` and may acquire again). An actor that died is its death handler's: a held entry's
+   * replacement adopts the view with the others, or the view's port closes and it fails.
+   */
+  #attachRefused(entry: PoolEntry, view: PooledConnection, error: unknown): void {
+    const failure = error instanceof PoolError ? error : new PoolError(ErrorCode.INTERNAL, String(error), { cause: error });
+    const held = entry.views.get(view.sessionId) === view;
+    if (held && failure.code === ErrorCode.ACTOR_DIED) return;
+    if (held) {
+      entry.views.delete(view.sessionId);
+      this.#unindex(view.sessionId, entry);
+      this.#idleIfUnused(entry);
+    }
+    if (this.#viewEntry.get(view) === entry) view.fail(failure);
   }
 
   async #releaseView(view: PooledConnection): Promise<void> {

@@ -210,6 +210,12 @@ export class PooledConnection {
 
   /** @internal The replacement did not come: the view fails with `error`. */
   failReattach(error: PoolError): void {
+    this.#reattaching = false;
+    this.fail(error);
+  }
+
+  /** @internal The view fails with `error` (its attach was refused, or its replacement did not come). Idempotent. */
+  fail(error: PoolError): void {
     if (this.#status === 'released' || this.#status === 'failed') return;
     this.#reattaching = false;
     this.#status = 'failed';
@@ -218,9 +224,27 @@ export class PooledConnection {
     this.#emit('failed', { type: 'failed', serverName: this.serverName, entryIndex: this.entryIndex, generation: this.generation, lastError: error.toWire() });
   }
 
-  /** Resolves once the first snapshot arrived (snapshot replay on attach). */
+  /** Resolves once the first snapshot arrived (snapshot replay on attach, or the seed of a sibling view). */
   get ready(): Promise<void> {
     return this.#ready;
+  }
+
+  /**
+   * @internal The entry's lists as this view last applied them, for a new view of the same entry
+   * to start from; undefined while it has none or is not connected (it may be behind the actor).
+   */
+  get seedSnapshot(): ServerSnapshot | undefined {
+    return this.#status === 'connected' && !this.#reattaching ? this.#snapshot : undefined;
+  }
+
+  /**
+   * @internal Starts a view that has no snapshot yet from `snapshot` (a sibling view's, of the
+   * same entry): it is ready at once. The actor's replay on attach comes later on the port and
+   * goes through the generation guard like any snapshot: the same generation is the same lists,
+   * a newer one replaces them with the usual change events.
+   */
+  seed(snapshot: ServerSnapshot): void {
+    if (this.#snapshot === undefined) this.#apply(snapshot, false);
   }
 
   /** This session's tools: filtered, with its own trust. */

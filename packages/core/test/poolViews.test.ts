@@ -148,6 +148,38 @@ describe('list changes', () => {
     expect(b.tools.map((t) => t.name)).toContain('late');
     expect(b.generation).toBe(a.generation);
   });
+
+  it('a view of an entry nobody holds is usable at once and still gets a change made during its attach', async () => {
+    const { pool, mark } = setup('seeded');
+    const config = fixtureConfig('listChanged.mjs', mark);
+    const first = await pool.acquire('lc', config, 'first');
+    // Nobody holds the entry now: the next view starts from the pool's own watch of it.
+    await first.release();
+    const changer = await pool.acquire('lc', config, 'changer');
+    await changer.callTool('add_tool', { name: 'during' });
+    // The server announced the change before answering: the actor re-lists it while this view is being attached.
+    const b = await pool.acquire('lc', config, 'B');
+    expect(b.tools.map((t) => t.name)).toContain('base');
+    expect(textOf(await b.callTool('base', {}))).toBe('base');
+    await vi.waitFor(() => expect(b.tools.map((t) => t.name)).toContain('during'), { timeout: 15_000, interval: 10 });
+    await vi.waitFor(() => expect(changer.tools.map((t) => t.name)).toContain('during'), { timeout: 15_000, interval: 10 });
+    expect(b.generation).toBe(changer.generation);
+    expect(textOf(await b.callTool('during', { text: 'seen' }))).toBe('seen');
+  });
+
+  it('a seeded view released before its attach went out never wakes the entry: it still drains', async () => {
+    const pool = newPool({ drainDelayMs: 300 });
+    const mark = newMark('seededrelease');
+    const config = fixtureConfig('listChanged.mjs', mark);
+    const first = await pool.acquire('lc', config, 'first');
+    await first.release();
+    // Idle entry, known snapshot: seeded, its `setIdle` and `attach` wait for the next turn; the release comes first.
+    const b = await pool.acquire('lc', config, 'B');
+    expect(b.tools.map((t) => t.name)).toContain('base');
+    await b.release();
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
+    expect(pool.getSnapshot().servers).toEqual({});
+  });
 });
 
 describe('generation guard on the view', () => {
@@ -165,8 +197,8 @@ describe('generation guard on the view', () => {
     };
   }
 
-  it('a snapshot older than the one applied never overwrites it', async () => {
-    // The actor's end of a real channel: the protocol's RpcChannel, as the actor uses it.
+  /** A view over a hand-held channel whose other end is the actor's (the protocol's RpcChannel, as the actor uses it), and the tool lists its changes showed. */
+  function handHeldView(): { actor: RpcChannel; view: PooledConnection; seen: string[][] } {
     const { port1, port2 } = new MessageChannel();
     const actor = new RpcChannel(port2);
     const view = new PooledConnection({
@@ -181,6 +213,11 @@ describe('generation guard on the view', () => {
     });
     const seen: string[][] = [];
     view.on('toolsChanged', () => seen.push(view.tools.map((tool) => tool.name)));
+    return { actor, view, seen };
+  }
+
+  it('a snapshot older than the one applied never overwrites it', async () => {
+    const { actor, view, seen } = handHeldView();
     const send = (snap: ViewEvents['snapshot']): boolean => actor.emit('snapshot', snap);
 
     send(snapshot(1, ['one']));
@@ -191,6 +228,24 @@ describe('generation guard on the view', () => {
     send(snapshot(4, ['four']));
     await vi.waitFor(() => expect(view.generation).toBe(4), { timeout: 15_000, interval: 5 });
     expect(seen).toEqual([['three'], ['four']]);
+    view.dispose(new PoolError(ErrorCode.CONNECTION_RELEASED, 'done'));
+    actor.fail(new PoolError(ErrorCode.CONNECTION_RELEASED, 'done'));
+  });
+
+  it('a view seeded from the entry\'s snapshot is ready at once; the replay of the same generation is a no-op, a newer one is a change', async () => {
+    const { actor, view, seen } = handHeldView();
+    view.seed(snapshot(1, ['one']));
+    // Ready with no message from the actor.
+    await view.ready;
+    expect(view.tools.map((tool) => tool.name)).toEqual(['one']);
+    // The actor's replay on attach: the same generation (nothing changed), then a change made during the attach.
+    actor.emit('snapshot', snapshot(1, ['one']));
+    actor.emit('snapshot', snapshot(2, ['two']));
+    await vi.waitFor(() => expect(view.generation).toBe(2), { timeout: 15_000, interval: 5 });
+    expect(seen).toEqual([['two']]);
+    // A second seed never overwrites what the view has.
+    view.seed(snapshot(5, ['five']));
+    expect(view.generation).toBe(2);
     view.dispose(new PoolError(ErrorCode.CONNECTION_RELEASED, 'done'));
     actor.fail(new PoolError(ErrorCode.CONNECTION_RELEASED, 'done'));
   });
