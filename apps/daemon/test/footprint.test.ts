@@ -2,19 +2,24 @@
  * The `mcpool serve` process's young generation stays at its initial two 1 MB semi-spaces under a
  * burst of concurrent requests, also after an actor thread has started (V8 puts the growth flag
  * back to its default whenever a new heap is configured, as at a worker's start). Read from the
- * daemon's own `/metrics` (prom-client's per-space heap gauges).
+ * daemon's own `/metrics` (prom-client's per-space heap gauges). And what only some runs use is
+ * not loaded by the command's modules: the pretty printer (a terminal), the OpenTelemetry SDK
+ * (an OTLP endpoint configured).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { holdYoungGeneration } from '../src/heapWatch.js';
 
 const BIN = fileURLToPath(new URL('../bin/mcpool.js', import.meta.url));
 const ECHO = fileURLToPath(new URL('../../../test/fixtures/servers/echo.mjs', import.meta.url));
 const HEAP_WATCH = pathToFileURL(fileURLToPath(new URL('../dist/heapWatch.js', import.meta.url))).href;
+const CLI = pathToFileURL(fileURLToPath(new URL('../dist/cli.js', import.meta.url))).href;
+const LOGGER = pathToFileURL(fileURLToPath(new URL('../dist/logger.js', import.meta.url))).href;
+const SECRETS = pathToFileURL(fileURLToPath(new URL('../dist/secrets.js', import.meta.url))).href;
 const LONG = 120_000;
 const TOKEN = 'footprint-test-operator-token-0123456789';
 
@@ -115,5 +120,38 @@ describe('the serve process young generation', () => {
   it('leaves a semi-space size the user chose alone', () => {
     expect(holdYoungGeneration(['--max-semi-space-size=8'], undefined)).toBe(false);
     expect(holdYoungGeneration([], '--min-semi-space-size=2')).toBe(false);
+  });
+});
+
+describe('modules the daemon loads only when used', () => {
+  /** Packages loaded (CommonJS cache, which ESM imports of CommonJS packages fill too) after `script`, in a fresh process. */
+  const loadedAfter = (script: string): string[] => {
+    const out = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', `${script}\nimport { createRequire } from 'node:module';\nconsole.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`],
+      { encoding: 'utf8', timeout: 60_000, cwd: dirname(fileURLToPath(import.meta.url)) },
+    );
+    return JSON.parse(out) as string[];
+  };
+
+  it('the command and a JSON-lines logger load neither pino-pretty nor the OpenTelemetry SDK', () => {
+    const loaded = loadedAfter(
+      `await import(${JSON.stringify(CLI)});
+       const { createLogger } = await import(${JSON.stringify(LOGGER)});
+       const { SecretRedactor } = await import(${JSON.stringify(SECRETS)});
+       createLogger({ redactor: new SecretRedactor(), pretty: false, level: 'silent' });`,
+    );
+    expect(loaded.some((path) => path.includes('/pino/'))).toBe(true);
+    expect(loaded.filter((path) => path.includes('/pino-pretty/'))).toEqual([]);
+    expect(loaded.filter((path) => /@opentelemetry\/(sdk-|exporter-|resources)/.test(path))).toEqual([]);
+  });
+
+  it('a terminal logger loads pino-pretty', () => {
+    const loaded = loadedAfter(
+      `const { createLogger } = await import(${JSON.stringify(LOGGER)});
+       const { SecretRedactor } = await import(${JSON.stringify(SECRETS)});
+       createLogger({ redactor: new SecretRedactor(), pretty: true, level: 'silent' });`,
+    );
+    expect(loaded.some((path) => path.includes('/pino-pretty/'))).toBe(true);
   });
 });
