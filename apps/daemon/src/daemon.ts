@@ -67,6 +67,15 @@ const STDERR_TAIL_CHARS = 400;
 /** Daemon settings a reload applies at once; any other change needs a daemon restart. */
 const LIVE_SETTINGS = ['clients', 'allowedHosts', 'allowedOrigins'] as const satisfies readonly (keyof DaemonSettings)[];
 
+/**
+ * V8 limits of the daemon's actor threads. The old generation keeps the pool's default bound.
+ * The young generation is held at two 1 MB semi-spaces (3 MB in V8's accounting): by default
+ * each thread grows it to 32 MB under a burst of calls and keeps the pages, while what a relayed
+ * call leaves alive there is a few KB. The main thread gets the same bound from the serve
+ * process's heap watch.
+ */
+export const ACTOR_RESOURCE_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 3 } as const;
+
 export interface DaemonOptions {
   config: LoadedConfig;
   logger: Logger;
@@ -204,6 +213,7 @@ export class Daemon {
       // A daemon owns its machine's servers: it ends what a crashed run of it left.
       reapLeftovers: options.groupLedgerDir !== false,
       ...(options.groupLedgerDir === undefined ? {} : { stateDir: options.groupLedgerDir }),
+      actorHost: { resourceLimits: ACTOR_RESOURCE_LIMITS },
       ...options.poolOptions,
     });
     this.metrics = new DaemonMetrics({

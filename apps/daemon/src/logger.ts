@@ -6,8 +6,9 @@
  * their lines get the same redaction and go to the same destination.
  */
 import { copyFileSync, fstatSync, ftruncateSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { PinoPretty } from 'pino-pretty';
+import type PinoPrettyModule from 'pino-pretty';
 import type { LogLevel } from './config/daemonConfig.js';
 import type { SecretRedactor } from './secrets.js';
 
@@ -42,13 +43,21 @@ export const REDACT_PATHS: readonly string[] = Object.freeze([
   '*.mcpServers',
 ]);
 
+/**
+ * pino-pretty and what it pulls in, loaded only for a terminal: a daemon run by a service, by
+ * autostart or by a script writes JSON lines and never needs it (~1 MB of heap and its code).
+ * A CommonJS package, so `require` loads it at the point of use, synchronously.
+ */
+function prettyStream(): DestinationStream {
+  const { PinoPretty } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPrettyModule;
+  return PinoPretty({ colorize: true, destination: 1, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+}
+
 export function createLogger(options: LoggerOptions): Logger {
   const pretty = options.pretty ?? process.stdout.isTTY === true;
   const destination =
     options.destination ??
-    (pretty
-      ? PinoPretty({ colorize: true, destination: 1, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
-      : pino.destination({ dest: 1, sync: true }));
+    (pretty ? prettyStream() : pino.destination({ dest: 1, sync: true }));
   const redactor = options.redactor;
   return pino(
     {

@@ -240,7 +240,7 @@ export async function runServe(options: StartOptions = {}): Promise<number> {
     throw error;
   }
   const { daemon, logger } = running;
-  const heapWatch = startHeapWatch((info) => logger.debug(info, 'main-thread heap above its bound: collected'));
+  const heapWatch = startHeapWatch((info) => logger.debug(info, 'main-thread heap above its bound: collected'), { holdYoung: true });
   return new Promise<number>((resolveExit) => {
     let first: string | undefined;
     let deadline: NodeJS.Timeout | undefined;
