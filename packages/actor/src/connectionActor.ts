@@ -269,13 +269,13 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
     });
   }
 
-  function attach({ viewId, sessionId, port, client, watch }: AttachArgs): { generation: number } {
+  function attach({ viewId, sessionId, port, client }: AttachArgs): { generation: number } {
     const status = lastStatus;
     if (status !== 'active' && status !== 'draining') {
       port.close();
       throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
     }
-    hub.attach(viewId, port, store.snapshot, client, watch === true);
+    hub.attach(viewId, port, store.snapshot, client);
     logger.debug({ viewId, sessionId }, 'view attached');
     return { generation: store.snapshot.generation };
   }

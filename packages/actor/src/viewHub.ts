@@ -36,8 +36,6 @@ export interface ViewHubDeps {
 
 interface ViewState {
   channel: RpcChannel;
-  /** The supervisor's watch of the entry: snapshots and statuses only (what {@link ViewHub.broadcast} sends). */
-  watch: boolean;
   client: ViewClientInfo | undefined;
   /** Calls in flight, oldest first: a notification is attributed to the newest. */
   inflight: Set<RpcHandlerContext>;
@@ -61,9 +59,9 @@ export class ViewHub {
     this.#deps = deps;
   }
 
-  attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo, watch = false): void {
+  attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo): void {
     const outbox = new ViewOutbox((report) => this.#deps.logger.warn({ viewId, ...report }, 'a session got server messages faster than it may: dropped and coalesced some'));
-    const state: ViewState = { channel: undefined!, watch, client, inflight: new Set(), subscriptions: new Set(), outbox };
+    const state: ViewState = { channel: undefined!, client, inflight: new Set(), subscriptions: new Set(), outbox };
     state.channel = new RpcChannel(port, {
       handler: (op, opArgs, ctx) => this.#handle(viewId, state, op, opArgs, ctx),
       batch: true,
@@ -133,7 +131,6 @@ export class ViewHub {
     const unasked = notification.method === 'notifications/message';
     if (owner.view === undefined) {
       for (const state of this.#views.values()) {
-        if (state.watch) continue;
         const deliver = (): void => void state.channel.emit('notification', notification);
         if (unasked) state.outbox.pushUnasked(deliver);
         else state.outbox.push(undefined, deliver);
@@ -184,7 +181,6 @@ export class ViewHub {
   }
 
   async #handle(viewId: string, state: ViewState, op: string, opArgs: unknown, ctx: RpcHandlerContext): Promise<unknown> {
-    if (state.watch) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'the supervisor\'s watch of an entry sends no requests');
     if (op === 'subscribe') return this.#subscribe(viewId, state, (opArgs as { uri: string }).uri);
     if (op === 'unsubscribe') return this.#unsubscribe(viewId, state, (opArgs as { uri: string }).uri);
     if (op !== 'request') throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown view operation ${op}`);

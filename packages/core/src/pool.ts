@@ -19,7 +19,6 @@ import {
   ErrorCode,
   SHARING_POLICIES,
   PoolError,
-  RpcChannel,
   connectionIdOf,
   fingerprint,
   isPoolable,
@@ -41,7 +40,6 @@ import {
   type SharingPolicy,
   type TransportKind,
   type ViewClientInfo,
-  type ViewEvents,
   type WireError,
 } from '@mcpool/protocol';
 import { ActorHost, type ActorHandle, type ActorHostOptions } from './actorHost.js';
@@ -365,19 +363,7 @@ interface PoolEntry {
   authorization: string | undefined;
   /** A refusal of the token being handled (one at a time per entry). */
   authRefusal: Promise<void> | undefined;
-  /** The pool's own watch of the entry's snapshots, once it is ready (see `#watch`). */
-  watch: EntryWatch | undefined;
 }
-
-/** What the pool's watch of an entry last heard: the entry's newest snapshot and whether its server is connected. */
-interface EntryWatch {
-  channel: RpcChannel;
-  snapshot: ServerSnapshot | undefined;
-  connected: boolean;
-}
-
-/** The session id the actor logs for the pool's watch of an entry (never a caller's session). */
-const WATCH_SESSION_ID = 'mcpool:watch';
 
 const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 /** How often the group ledger records the members of the groups it holds (one `ps`). */
@@ -1105,7 +1091,6 @@ export class McpTransportPool {
       status: 'spawning',
       idle: false,
       views: new Map(),
-      watch: undefined,
       ready: Promise.resolve(),
       budgetHeld: true,
       closing: undefined,
@@ -1159,7 +1144,6 @@ export class McpTransportPool {
         // The server is up: the helpers it started by now join its group's record.
         void this.#ledger?.refresh();
         if (entry.status === 'spawning') this.#setStatus(entry, 'active');
-        if (entry.status === 'active') this.#watch(entry);
         this.#spawnFailures.delete(spawnKey);
         entry.era = result.era ?? entry.era;
         log.info({ pid: result.pid, era: result.era, ms: Date.now() - started, tools: result.snapshot.tools.length }, 'entry ready');
@@ -1241,14 +1225,17 @@ export class McpTransportPool {
         entry.handle.ref();
       }
       const attach: AttachArgs = { viewId: randomUUID(), sessionId, port: port2, ...(client === undefined ? {} : { client }) };
-      const seed = this.#seedOf(entry);
+      // An idle entry's actor may be ending it (its drain timer): only an answered attach tells,
+      // and a refused one sends this acquire to a fresh entry. An entry in use is not drained, so
+      // its attach is refused only when the entry fails, and its other views with it.
+      const seed = wake ? undefined : this.#seedOf(entry);
       if (seed !== undefined) {
-        // The entry's lists are known here already (the pool's watch, or a live view): the new
+        // The entry's lists are known here already (a live view of it has them): the new
         // view starts from them and is usable now, without waiting for the actor's thread. The
         // port keeps its order: the actor's replay (the lists at attach time) is its first
         // message, then every change after it; a request sent meanwhile waits in the port.
         view.seed(seed);
-        const tell = (): void => this.#attachSeeded(entry, view, attach, wake);
+        const tell = (): void => this.#attachSeeded(entry, view, attach);
         // Told after this turn: waking the actor's thread now lets it take the CPU from the
         // caller's own work on a busy machine (a woken thread may preempt its waker).
         setImmediate(tell);
@@ -1271,39 +1258,9 @@ export class McpTransportPool {
     }
   }
 
-  /**
-   * The pool's own view of a ready entry, snapshots and statuses only: the actor sends it every
-   * snapshot (never a notification), so a new view can start from the entry's current lists
-   * without waiting for the actor's thread. Its port never keeps the host alive; it closes with
-   * the entry's connection (the actor closes every view then).
-   */
-  #watch(entry: PoolEntry): void {
-    const { port1, port2 } = new MessageChannel();
-    const watch: EntryWatch = { channel: undefined!, snapshot: undefined, connected: true };
-    watch.channel = new RpcChannel(port1, {
-      onEvent: (ev, data) => {
-        if (ev === 'snapshot') {
-          const snapshot = data as ServerSnapshot;
-          // Generations only grow: a late older snapshot never replaces a newer one.
-          if (watch.snapshot === undefined || snapshot.generation > watch.snapshot.generation) watch.snapshot = snapshot;
-        } else if (ev === 'status') {
-          watch.connected = (data as ViewEvents['status']).status === 'reconnected';
-        }
-      },
-      onClose: () => {
-        if (entry.watch === watch) entry.watch = undefined;
-      },
-    });
-    port1.unref();
-    entry.watch = watch;
-    const attach: AttachArgs = { viewId: randomUUID(), sessionId: WATCH_SESSION_ID, port: port2, watch: true };
-    entry.handle.request('attach', attach, { transfer: [port2], timeoutMs: 10_000 }).catch(() => watch.channel.close('the watch could not attach'));
-  }
-
-  /** The newest snapshot a new view of `entry` may start from: the pool's watch's, or a connected view's. */
+  /** The newest snapshot a new view of `entry` may start from: a connected view's, when it has one. */
   #seedOf(entry: PoolEntry): ServerSnapshot | undefined {
-    const watch = entry.watch;
-    let seed = watch !== undefined && watch.connected ? watch.snapshot : undefined;
+    let seed: ServerSnapshot | undefined;
     for (const other of entry.views.values()) {
       const snapshot = other.seedSnapshot;
       if (snapshot !== undefined && (seed === undefined || snapshot.generation > seed.generation)) seed = snapshot;
@@ -1311,13 +1268,8 @@ export class McpTransportPool {
     return seed;
   }
 
-  /**
-   * Tells the actor of a view that was seeded: that the entry is in use again (`wake`, unless it
-   * went idle again meanwhile: its `setIdle` went out then), and the attach itself, unless the
-   * view was released meanwhile (its port then closes and the actor never sees it).
-   */
-  #attachSeeded(entry: PoolEntry, view: PooledConnection, attach: AttachArgs, wake: boolean): void {
-    if (wake && !entry.idle) void entry.handle.request('setIdle', { idle: false }).catch(() => undefined);
+  /** Tells the actor of a view that was seeded, unless the view was released meanwhile (its port then closes and the actor never sees it). */
+  #attachSeeded(entry: PoolEntry, view: PooledConnection, attach: AttachArgs): void {
     if (entry.views.get(attach.sessionId) !== view) {
       attach.port.close();
       return;
@@ -1590,7 +1542,7 @@ export class McpTransportPool {
     const orphan = (error: PoolError): void => {
       for (const view of dead.views.values()) {
         this.#unindex(view.sessionId, dead);
-        view.failReattach(error);
+        view.fail(error);
       }
       dead.views.clear();
     };
@@ -1631,7 +1583,7 @@ export class McpTransportPool {
       this.#unindex(sessionId, dead);
       if (view.status === 'released' || view.status === 'failed') continue;
       if (isTerminal(target.status) || target.views.has(sessionId)) {
-        view.failReattach(lost);
+        view.fail(lost);
         continue;
       }
       const { port1, port2 } = new MessageChannel();
@@ -1653,7 +1605,7 @@ export class McpTransportPool {
           target.views.delete(sessionId);
           this.#unindex(sessionId, target);
         }
-        view.failReattach(error instanceof PoolError ? error : lost);
+        view.fail(error instanceof PoolError ? error : lost);
       }
     }
   }

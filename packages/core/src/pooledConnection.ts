@@ -208,12 +208,6 @@ export class PooledConnection {
     old.fail(new PoolError(ErrorCode.ACTOR_DIED, `the actor of ${this.serverName} died`));
   }
 
-  /** @internal The replacement did not come: the view fails with `error`. */
-  failReattach(error: PoolError): void {
-    this.#reattaching = false;
-    this.fail(error);
-  }
-
   /** @internal The view fails with `error` (its attach was refused, or its replacement did not come). Idempotent. */
   fail(error: PoolError): void {
     if (this.#status === 'released' || this.#status === 'failed') return;
@@ -241,10 +235,11 @@ export class PooledConnection {
    * @internal Starts a view that has no snapshot yet from `snapshot` (a sibling view's, of the
    * same entry): it is ready at once. The actor's replay on attach comes later on the port and
    * goes through the generation guard like any snapshot: the same generation is the same lists,
-   * a newer one replaces them with the usual change events.
+   * a newer one replaces them with the usual change events. The view gets its own copy, as a
+   * snapshot off its port is: its session's tool objects share nothing with the sibling's.
    */
   seed(snapshot: ServerSnapshot): void {
-    if (this.#snapshot === undefined) this.#apply(snapshot, false);
+    if (this.#snapshot === undefined) this.#apply(structuredClone(snapshot), false);
   }
 
   /** This session's tools: filtered, with its own trust. */

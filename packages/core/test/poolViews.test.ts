@@ -149,11 +149,11 @@ describe('list changes', () => {
     expect(b.generation).toBe(a.generation);
   });
 
-  it('a view of an entry nobody holds is usable at once and still gets a change made during its attach', async () => {
+  it('a view seeded from a live view of its entry is usable at once and still gets a change made during its attach', async () => {
     const { pool, mark } = setup('seeded');
     const config = fixtureConfig('listChanged.mjs', mark);
     const first = await pool.acquire('lc', config, 'first');
-    // Nobody holds the entry now: the next view starts from the pool's own watch of it.
+    // The entry went idle: the next acquire waits for its attach; the one after starts from that view.
     await first.release();
     const changer = await pool.acquire('lc', config, 'changer');
     await changer.callTool('add_tool', { name: 'during' });
@@ -167,16 +167,16 @@ describe('list changes', () => {
     expect(textOf(await b.callTool('during', { text: 'seen' }))).toBe('seen');
   });
 
-  it('a seeded view released before its attach went out never wakes the entry: it still drains', async () => {
+  it('a seeded view released before its attach went out leaves the entry to drain', async () => {
     const pool = newPool({ drainDelayMs: 300 });
     const mark = newMark('seededrelease');
     const config = fixtureConfig('listChanged.mjs', mark);
     const first = await pool.acquire('lc', config, 'first');
-    await first.release();
-    // Idle entry, known snapshot: seeded, its `setIdle` and `attach` wait for the next turn; the release comes first.
+    // Seeded from `first`: its attach waits for the next turn; the release comes first.
     const b = await pool.acquire('lc', config, 'B');
     expect(b.tools.map((t) => t.name)).toContain('base');
     await b.release();
+    await first.release();
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 15_000, interval: 20 });
     expect(pool.getSnapshot().servers).toEqual({});
   });

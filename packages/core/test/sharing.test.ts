@@ -231,10 +231,8 @@ describe('sharing policies', { timeout: 120_000 }, () => {
       const client = { protocolVersion: '2026-07-28', capabilities: { sampling: {} }, clientInfo: { name: 'ide', version: '1.0.0' }, logLevel: 'info' };
       await pool.acquire('declared', cfg, 's1', { client });
       await pool.acquire('declared', cfg, 's2');
-      // The pool's own watch of the entry attaches too, under its own session id.
-      const sessions = (): typeof seen => seen.filter((r) => r.serverName === 'declared' && r.sessionId !== 'mcpool:watch');
-      await vi.waitFor(() => expect(sessions()).toHaveLength(2), { timeout: 5000, interval: 10 });
-      const bySession = new Map(sessions().map((r) => [r.sessionId, r.client]));
+      await vi.waitFor(() => expect(seen.filter((r) => r.serverName === 'declared')).toHaveLength(2), { timeout: 5000, interval: 10 });
+      const bySession = new Map(seen.filter((r) => r.serverName === 'declared').map((r) => [r.sessionId, r.client]));
       expect(bySession.get('s1')).toEqual(client);
       expect(bySession.get('s2')).toBeUndefined();
     } finally {

@@ -85,11 +85,6 @@ export interface AttachArgs {
   port: import('node:worker_threads').MessagePort;
   /** The view's own client declaration (modern-era `_meta`). */
   client?: ViewClientInfo | undefined;
-  /**
-   * The supervisor's own watch of the entry, not a session's view: it gets the entry's snapshots
-   * and statuses only (no server notification, no resource update) and never sends a request.
-   */
-  watch?: boolean | undefined;
 }
 
 export interface RestartOutcome {
