@@ -62,8 +62,8 @@ const onlyKeys = (value: Params, allowed: ReadonlySet<string>): boolean => {
   return true;
 };
 
-/** Optional whitespace (SP, HTAB) around a field value is not part of it. */
-function headerValue(headers: RequestHeaders, name: string): string | undefined {
+/** A request header's value (the first, if repeated); optional whitespace (SP, HTAB) around it is not part of it. */
+export function headerValue(headers: RequestHeaders, name: string): string | undefined {
   const raw = headers[name];
   const value = typeof raw === 'string' ? raw : Array.isArray(raw) ? raw[0] : undefined;
   if (value === undefined) return undefined;

@@ -53,7 +53,7 @@ import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import type { GatewayAccess } from './access.js';
 import { acquireFailure, acquireView } from './acquire.js';
 import { endpointCapabilities } from './capabilities.js';
-import { classifyInbound, type RequestHeaders } from './era.js';
+import { classifyInbound, headerValue as header, type RequestHeaders } from './era.js';
 import { MessageStream } from './messageStream.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
 import { RpcError, toRpcError, unknownNameError, type RequestedName } from './rpcErrors.js';
@@ -157,10 +157,6 @@ const CONTINUATION_GRACE_MS = 60_000;
 const CAPABILITY_OF: Readonly<Record<string, string>> = { 'sampling/createMessage': 'sampling', 'elicitation/create': 'elicitation', 'roots/list': 'roots' };
 
 const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
-const header = (headers: RequestHeaders, name: string): string | undefined => {
-  const value = headers[name];
-  return typeof value === 'string' ? value.trim() : Array.isArray(value) ? value[0]?.trim() : undefined;
-};
 
 /**
  * Legacy or modern, by the body first (`initialize` → legacy; a valid `_meta` envelope → modern;
