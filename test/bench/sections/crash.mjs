@@ -18,8 +18,9 @@
 // once a second in every run (the kill run only adds the kill), so the lookup costs all the same.
 //
 // The floors under the 10 ms "kill → in-flight call rejected" target, in the same process after
-// the load runs, with nothing else calling: (a) kill → stdout `end` of a bare echo.mjs child
-// spawned with pipes (no pool: the kernel's teardown and one read of the pipe's EOF), and (b) the
+// the load runs, with nothing else calling: (a) kill → stdout `end` of an echo.mjs child spawned,
+// warmed and called as the pool does it, without the pool (the kernel's teardown and one read of
+// the pipe's EOF), and (b) the
 // pool's kill → rejection of one in-flight `slow` call on the victim, alternating (a)/(b) kill by
 // kill. (c) The main thread's event-loop delay is sampled during every run and floor kill.
 import { execFile, spawn } from 'node:child_process';
@@ -66,27 +67,59 @@ function loopDelay() {
 }
 
 /**
- * One floor kill of a bare child: spawns echo.mjs (pipes, `mark` in its command line), waits for
- * its answer to a `ping` (it is up and reading), checks by `ps` that its pid carries `mark`,
- * SIGKILLs it and times kill → its stdout's `end` in this process; waits for its `close` (reaped).
+ * One floor kill of a child in the pool's conditions, without the pool: echo.mjs spawned as the
+ * pool spawns it (its own process group, three pipes, `mark` in its command line), warmed the
+ * same way (initialize, tools/list, an answered call) and with a `slow` call in flight. The
+ * kernel closes a killed process's pipes only once it has torn its memory down, and a warmed
+ * server has more of it than a fresh one, so a child that only answered a ping is not the floor.
+ * Checks by `ps` that its pid carries `mark`, SIGKILLs it and times kill → its stdout's `end` in
+ * this process; waits for its `close` (reaped).
  */
 async function bareChildKill(mark) {
   const config = fixtureConfig(mark);
-  const child = spawn(config.command, config.args, { stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(config.command, config.args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   const closed = new Promise((resolve) => child.once('close', resolve));
-  // A failed spawn still ends in 'close'; its ping then times out and the kill is recorded as failed.
+  // A failed spawn still ends in 'close'; its first answer then times out and the kill is recorded as failed.
   child.on('error', () => undefined);
+  child.stderr.resume();
   const result = { pid: child.pid };
   const timers = new Set();
   /** `promise`, or 'timeout' after FLOOR_KILL_TIMEOUT_MS. */
   const within = (promise) => Promise.race([promise, new Promise((resolve) => timers.add(setTimeout(() => resolve('timeout'), FLOOR_KILL_TIMEOUT_MS)))]);
+  // The ids answered so far, read line by line.
+  const answered = new Set();
+  const waiters = new Map();
+  let pending = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    pending += chunk;
+    let newline;
+    while ((newline = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      let id;
+      try {
+        id = JSON.parse(line).id;
+      } catch {
+        continue;
+      }
+      answered.add(id);
+      waiters.get(id)?.();
+    }
+  });
+  const ended = new Promise((resolve) => child.stdout.once('end', () => resolve(performance.now())));
+  const answer = (id) => (answered.has(id) ? Promise.resolve() : new Promise((resolve) => waiters.set(id, resolve)));
+  child.stdin.on('error', () => undefined);
+  const send = (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
   try {
-    const ended = new Promise((resolve) => child.stdout.once('end', () => resolve(performance.now())));
-    const answered = new Promise((resolve) => child.stdout.once('data', resolve));
-    child.stdin.on('error', () => undefined);
-    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
-    if ((await within(answered)) === 'timeout') return { ...result, error: 'no answer to ping' };
-    child.stdout.resume();
+    send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-floor', version: '1' } } });
+    if ((await within(answer(1))) === 'timeout') return { ...result, error: 'no answer to initialize' };
+    send({ method: 'notifications/initialized' });
+    send({ id: 2, method: 'tools/list' });
+    send({ id: 3, method: 'tools/call', params: { name: 'slow', arguments: FLOOR_SLOW_ARGS } });
+    // Answered after the slow call was read: the child has it in flight.
+    send({ id: 4, method: 'tools/call', params: { name: 'echo', arguments: { text: 'sent' } } });
+    if ((await within(answer(4))) === 'timeout') return { ...result, error: 'no answer to the call' };
     if (!(await livePidsWithMarker(mark)).includes(child.pid)) return { ...result, error: 'pid not found by its marker' };
     const at = performance.now();
     process.kill(child.pid, 'SIGKILL');
@@ -636,7 +669,7 @@ export const crashSection = {
       targets: [
         target('crash under load: 0 errors on the unaffected entries', `${unaffectedErrorCount}${unaffectedStopped ? ' (and lanes stopped)' : ''}`, unaffectedErrorCount === 0 && !unaffectedStopped),
         target('child killed → in-flight call rejected, p50 ≤ 10 ms', `${fmt(median(rejects.map((x) => x.ms)))} ms (${rejects.length} calls)`, rejects.length > 0 ? median(rejects.map((x) => x.ms)) <= 10 : undefined),
-        floor('kernel: SIGKILL → stdout `end` of a bare node child, no other load of ours', floors.bare.text),
+        floor('kernel: SIGKILL → stdout `end` of a warmed node child with a call in flight, no pool, no other load of ours', floors.bare.text),
         floor('pool: kill → rejection, one call in flight, no other load', `${floors.pool.text}${Number.isFinite(floors.pool.p50) && Number.isFinite(floors.bare.p50) ? ` (${fmtRatio(ratio(floors.pool.p50, floors.bare.p50))} the bare child)` : ''}`),
         floor(
           'main thread event-loop delay p50 / p99 during: calm | victim idle | kill | floor kills',
