@@ -6,39 +6,28 @@
  * not loaded by the command's modules: the pretty printer (a terminal), the OpenTelemetry SDK
  * (an OTLP endpoint configured).
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fixtureConfig, marker } from '../../../test/helpers/processes.js';
 import { holdYoungGeneration } from '../src/heapWatch.js';
+import { startDaemonProcess, type DaemonProcess } from './e2e/daemonProcess.js';
 
-const BIN = fileURLToPath(new URL('../bin/mcpool.js', import.meta.url));
-const ECHO = fileURLToPath(new URL('../../../test/fixtures/servers/echo.mjs', import.meta.url));
 const HEAP_WATCH = pathToFileURL(fileURLToPath(new URL('../dist/heapWatch.js', import.meta.url))).href;
 const CLI = pathToFileURL(fileURLToPath(new URL('../dist/cli.js', import.meta.url))).href;
 const LOGGER = pathToFileURL(fileURLToPath(new URL('../dist/logger.js', import.meta.url))).href;
 const SECRETS = pathToFileURL(fileURLToPath(new URL('../dist/secrets.js', import.meta.url))).href;
 const LONG = 120_000;
-const TOKEN = 'footprint-test-operator-token-0123456789';
 
-let daemon: ChildProcess | undefined;
-const dirs: string[] = [];
+let daemon: DaemonProcess | undefined;
 afterEach(async () => {
-  if (daemon !== undefined && daemon.exitCode === null && daemon.signalCode === null) {
-    const exited = new Promise((resolve) => daemon!.once('exit', resolve));
-    daemon.kill('SIGTERM');
-    await exited;
-  }
+  await daemon?.stop();
   daemon = undefined;
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-const auth = { authorization: `Bearer ${TOKEN}` };
-
 /** `mcpool_nodejs_heap_space_size_total_bytes{space="new"}` from the daemon's `/metrics`, in KB. */
-async function newSpaceKb(base: string): Promise<number> {
+async function newSpaceKb(base: string, auth: { authorization: string }): Promise<number> {
   const text = await (await fetch(`${base}/metrics`, { headers: auth })).text();
   const match = /^mcpool_nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)/m.exec(text);
   if (match === null) throw new Error(`no new-space gauge in /metrics: ${text.slice(0, 300)}`);
@@ -47,40 +36,10 @@ async function newSpaceKb(base: string): Promise<number> {
 
 describe('the serve process young generation', () => {
   it('stays at its initial size under a burst of requests, after an actor thread started', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mcpool-footprint-'));
-    dirs.push(dir);
-    const stateDir = join(dir, 'state');
-    mkdirSync(stateDir, { recursive: true });
-    const configPath = join(dir, 'mcpool.json');
-    writeFileSync(configPath, JSON.stringify({ mcpServers: { echo: { command: process.execPath, args: [ECHO] } }, daemon: { port: 0, watchConfig: false } }));
-    const logFile = join(dir, 'out.log');
-    const fd = openSync(logFile, 'a', 0o600);
-    try {
-      daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath], {
-        cwd: dir,
-        env: { PATH: process.env.PATH, HOME: dir, MCPOOL_STATE_DIR: stateDir, MCPOOL_TOKEN: TOKEN },
-        stdio: ['ignore', fd, fd],
-      });
-    } finally {
-      closeSync(fd);
-    }
-    const base = await vi.waitFor(
-      () => {
-        const text = existsSync(logFile) ? readFileSync(logFile, 'utf8') : '';
-        const match = /http:\/\/127\.0\.0\.1:(\d+)/.exec(text);
-        if (match === null) throw new Error(`not listening yet: ${text.slice(-500)}`);
-        return `http://127.0.0.1:${match[1]}`;
-      },
-      { timeout: 60_000, interval: 50 },
-    );
-    // The server warmed: its actor thread (a new V8 heap) has started.
-    await vi.waitFor(
-      async () => {
-        const ready = (await (await fetch(`${base}/readyz`, { headers: auth })).json()) as { ready?: boolean };
-        expect(ready.ready).toBe(true);
-      },
-      { timeout: 60_000, interval: 100 },
-    );
+    const mark = marker('footprint');
+    // Ready: the server warmed, so its actor thread (a new V8 heap) has started.
+    daemon = await startDaemonProcess('footprint', mark, { echo: fixtureConfig('echo.mjs', mark) });
+    const { url: base, auth } = daemon;
     // A heap check (every second) has run since the thread started.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     // 16 requests in flight at a time: their objects survive scavenges, which is what makes V8
@@ -90,7 +49,7 @@ describe('the serve process young generation', () => {
       while (next++ < 1500) expect((await fetch(`${base}/workspace/mcp`, { headers: auth })).status).toBe(200);
     };
     await Promise.all(Array.from({ length: 16 }, lane));
-    expect(await newSpaceKb(base)).toBeLessThanOrEqual(2048);
+    expect(await newSpaceKb(base, auth)).toBeLessThanOrEqual(2048);
   }, LONG);
 
   it('holds it again after a worker thread started later, at the next heap check', async () => {
