@@ -58,12 +58,90 @@ export interface UpstreamClientHooks {
   notification(method: string, params: Record<string, unknown> | undefined): void;
 }
 
-interface Pending {
-  method: string;
-  resolve(result: Record<string, unknown>): void;
-  reject(error: Error): void;
-  onProgress: ((progress: ProgressPayload) => void) | undefined;
-  rearm: (() => void) | undefined;
+/**
+ * One request in flight: its deadline timer, its caller's signal and progress. A class, not a set
+ * of closures: one is made per call on the call path.
+ */
+class Pending {
+  readonly #client: UpstreamClient;
+  readonly id: number;
+  readonly method: string;
+  readonly onProgress: ((progress: ProgressPayload) => void) | undefined;
+  readonly #options: UpstreamRequestOptions;
+  readonly #resolve: (result: Record<string, unknown>) => void;
+  readonly #reject: (error: Error) => void;
+  readonly #maxTotal: number;
+  readonly #startedAt: number;
+  /** Set when the transport ends the request's stream (`cancelBy: 'signal'`). */
+  readonly abortController: AbortController | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    client: UpstreamClient,
+    id: number,
+    method: string,
+    options: UpstreamRequestOptions,
+    cancelBySignal: boolean,
+    resolve: (result: Record<string, unknown>) => void,
+    reject: (error: Error) => void,
+  ) {
+    this.#client = client;
+    this.id = id;
+    this.method = method;
+    this.onProgress = options.onProgress;
+    this.#options = options;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#maxTotal = options.maxTotalTimeoutMs ?? options.timeoutMs * 10;
+    this.#startedAt = options.onProgress === undefined ? 0 : Date.now();
+    this.abortController = cancelBySignal ? new AbortController() : undefined;
+    if (this.#maxTotal <= options.timeoutMs) this.#arm(this.#maxTotal, true);
+    else this.#arm(options.timeoutMs, false);
+    options.signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  resolve(result: Record<string, unknown>): void {
+    this.#done();
+    this.#resolve(result);
+  }
+
+  reject(error: Error): void {
+    this.#done();
+    this.#reject(error);
+  }
+
+  /** Progress arrived: the deadline starts again, never past the total bound from the start. */
+  rearm(): void {
+    const timeoutMs = this.#options.timeoutMs;
+    const left = this.#startedAt + this.#maxTotal - Date.now();
+    if (left <= timeoutMs) this.#arm(Math.max(0, left), true);
+    else this.#arm(timeoutMs, false);
+  }
+
+  #done(): void {
+    clearTimeout(this.#timer);
+    this.#options.signal?.removeEventListener('abort', this.#onAbort);
+    this.#client.forget(this.id);
+  }
+
+  #arm(ms: number, total: boolean): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      const { timeoutMs } = this.#options;
+      const message = total ? `the call ran past its total bound of ${this.#maxTotal} ms` : `the call timed out after ${timeoutMs} ms`;
+      this.#giveUp(new PoolError(ErrorCode.CALL_TIMEOUT, message, { data: { timeoutMs, ...(total ? { maxTotalTimeoutMs: this.#maxTotal } : {}) } }), message, true);
+    }, ms);
+  }
+
+  readonly #onAbort = (): void => this.#giveUp(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'), 'cancelled by the caller');
+
+  #giveUp(error: PoolError, reason: string, timedOut = false): void {
+    if (!this.#client.isPending(this)) return;
+    this.reject(error);
+    if (timedOut && this.#options.cancelOnTimeout === false) return;
+    if (this.abortController !== undefined) this.abortController.abort(error);
+    else void this.#client.notify('notifications/cancelled', { requestId: this.id, reason }).catch(() => undefined);
+  }
 }
 
 export interface UpstreamClientOptions {
@@ -149,69 +227,29 @@ export class UpstreamClient {
   /** Sends a request and resolves with its result, as the server sent it. */
   request(method: string, params: Record<string, unknown> | undefined, options: UpstreamRequestOptions): Promise<Record<string, unknown>> {
     if (this.#closed) return Promise.reject(new UpstreamClosedError('the connection is closed'));
-    const { signal, onProgress } = options;
-    if (signal?.aborted) return Promise.reject(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'));
+    if (options.signal?.aborted) return Promise.reject(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'));
     const id = this.#nextId++;
     let body = params;
-    if (onProgress !== undefined) body = { ...params, _meta: { ...(params?._meta as Record<string, unknown> | undefined), progressToken: id } };
+    if (options.onProgress !== undefined) body = { ...params, _meta: { ...(params?._meta as Record<string, unknown> | undefined), progressToken: id } };
     return new Promise<Record<string, unknown>>((resolve, reject) => {
-      const timeoutMs = options.timeoutMs;
-      const maxTotal = options.maxTotalTimeoutMs ?? timeoutMs * 10;
-      const startedAt = Date.now();
-      let timer: NodeJS.Timeout | undefined;
-      const abortController = this.#options.cancelBy === 'signal' ? new AbortController() : undefined;
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.#pending.delete(id);
-      };
-      const giveUp = (error: PoolError, reason: string, timedOut = false): void => {
-        if (!this.#pending.has(id)) return;
-        done();
-        reject(error);
-        if (timedOut && options.cancelOnTimeout === false) return;
-        if (abortController !== undefined) abortController.abort(error);
-        else void this.notify('notifications/cancelled', { requestId: id, reason }).catch(() => undefined);
-      };
-      const arm = (ms: number, total: boolean): void => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          const message = total ? `the call ran past its total bound of ${maxTotal} ms` : `the call timed out after ${timeoutMs} ms`;
-          giveUp(new PoolError(ErrorCode.CALL_TIMEOUT, message, { data: { timeoutMs, ...(total ? { maxTotalTimeoutMs: maxTotal } : {}) } }), message, true);
-        }, ms);
-      };
-      const onAbort = (): void => giveUp(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'), 'cancelled by the caller');
-      const rearm =
-        onProgress === undefined
-          ? undefined
-          : (): void => {
-              const left = startedAt + maxTotal - Date.now();
-              if (left <= timeoutMs) arm(Math.max(0, left), true);
-              else arm(timeoutMs, false);
-            };
-      this.#pending.set(id, {
-        method,
-        resolve: (result) => {
-          done();
-          resolve(result);
-        },
-        reject: (error) => {
-          done();
-          reject(error);
-        },
-        onProgress,
-        rearm,
-      });
-      if (maxTotal <= timeoutMs) arm(maxTotal, true);
-      else arm(timeoutMs, false);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, ...(body ? { params: body } : {}) };
-      this.#transport.send(message, abortController ? { signal: abortController.signal } : undefined).catch((error: unknown) => {
-        const pending = this.#pending.get(id);
-        if (pending === undefined) return;
-        pending.reject(error instanceof Error ? error : new Error(String(error)));
+      const pending = new Pending(this, id, method, options, this.#options.cancelBy === 'signal', resolve, reject);
+      this.#pending.set(id, pending);
+      const message: JsonRpcMessage = body ? { jsonrpc: '2.0', id, method, params: body } : { jsonrpc: '2.0', id, method };
+      const signal = pending.abortController?.signal;
+      this.#transport.send(message, signal ? { signal } : undefined).catch((error: unknown) => {
+        if (this.#pending.get(id) === pending) pending.reject(error instanceof Error ? error : new Error(String(error)));
       });
     });
+  }
+
+  /** @internal A request that settled leaves the table. */
+  forget(id: number): void {
+    this.#pending.delete(id);
+  }
+
+  /** @internal Whether `pending` is still waiting for its answer. */
+  isPending(pending: Pending): boolean {
+    return this.#pending.get(pending.id) === pending;
   }
 
   /** Closes the transport; pending requests reject when it reports the close. */

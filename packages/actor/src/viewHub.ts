@@ -19,7 +19,7 @@ import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import type { ListenFilter, ServerConnection } from './serverConnection.js';
 import { HEADER_MISMATCH, jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamHttpError } from './transports/upstreamTransport.js';
-import { UpstreamRpcError } from './upstreamClient.js';
+import { UpstreamRpcError, type ProgressPayload } from './upstreamClient.js';
 import { ViewOutbox } from './outbox.js';
 
 export interface ViewHubDeps {
@@ -180,7 +180,7 @@ export class ViewHub {
     for (const uri of state.subscriptions) void this.#unsubscribe(viewId, state, uri).catch(() => undefined);
   }
 
-  async #handle(viewId: string, state: ViewState, op: string, opArgs: unknown, ctx: RpcHandlerContext): Promise<unknown> {
+  #handle(viewId: string, state: ViewState, op: string, opArgs: unknown, ctx: RpcHandlerContext): Promise<unknown> {
     if (op === 'subscribe') return this.#subscribe(viewId, state, (opArgs as { uri: string }).uri);
     if (op === 'unsubscribe') return this.#unsubscribe(viewId, state, (opArgs as { uri: string }).uri);
     if (op !== 'request') throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown view operation ${op}`);
@@ -193,45 +193,80 @@ export class ViewHub {
     if (args.wantNotifications) this.#listening.add(ctx);
     // Progress of one call coalesces under its own key; a call without progress builds none.
     const progressKey = args.wantProgress ? `progress:${++this.#calls}` : '';
-    const send = (): Promise<Record<string, unknown>> =>
-      conn.request(args.method, args.params, {
-        view: state.client,
-        timeoutMs: args.timeoutMs ?? this.#deps.callTimeoutMs,
-        maxTotalTimeoutMs: args.maxTotalTimeoutMs,
-        // Only a call its caller can cancel carries a signal upstream (making one costs per call).
-        signal: args.cancellable ? ctx.signal : undefined,
-        onProgress: args.wantProgress ? (progress) => state.outbox.push(progressKey, () => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent)) : undefined,
-      });
-    const sendOrReauthorize = async (): Promise<Record<string, unknown>> => {
-      try {
-        return await send();
-      } catch (error) {
-        // HTTP 401: the server did not act on the request, so once the supervisor has a fresh
-        // token (a refresh) the call goes out again, once. A second 401 goes to the caller.
-        if (!(error instanceof UpstreamHttpError) || error.status !== 401 || ctx.signal.aborted) throw error;
-        if (!(await this.#deps.reauthorize(error.wwwAuthenticate))) throw error;
-        return await send();
-      }
+    const options = {
+      view: state.client,
+      timeoutMs: args.timeoutMs ?? this.#deps.callTimeoutMs,
+      maxTotalTimeoutMs: args.maxTotalTimeoutMs,
+      // Only a call its caller can cancel carries a signal upstream (making one costs per call).
+      signal: args.cancellable ? ctx.signal : undefined,
+      onProgress: args.wantProgress ? (progress: ProgressPayload) => state.outbox.push(progressKey, () => ctx.progress({ kind: 'progress', ...progress } satisfies CallEvent)) : undefined,
     };
-    try {
-      try {
-        return await sendOrReauthorize();
-      } catch (error) {
-        // A modern HTTP server refuses a call whose mirrored `Mcp-Param-*` headers do not match
-        // the tool's current schema: its tools changed since they were listed. Re-list them
-        // once (the transport learns the new header declarations from the answer, and every
-        // view gets the new list) and retry once; a second refusal goes to the caller.
-        if (args.method !== 'tools/call' || !isHeaderMismatch(error) || ctx.signal.aborted) throw error;
-        await this.#deps.relistTools(conn, generation);
-        return await sendOrReauthorize();
-      }
-    } catch (error) {
-      throw this.#deps.mapError(error, args.cancellable === true, ctx.signal, generation, conn);
-    } finally {
+    const done = (): void => {
       // What the call produced (its last progress above all) goes out before its answer.
       state.outbox.flush();
       state.inflight.delete(ctx);
+    };
+    // The answer is followed with `then`, and only a failure takes the async path that may send
+    // the call again: on the call path each frame between the answer and its post costs.
+    return conn.request(args.method, args.params, options).then(
+      (result) => {
+        done();
+        return result;
+      },
+      (error: unknown) =>
+        this.#recover(error, conn, generation, args, options, ctx).then(
+          (result) => {
+            done();
+            return result;
+          },
+          (failure: unknown) => {
+            done();
+            throw this.#deps.mapError(failure, args.cancellable === true, ctx.signal, generation, conn);
+          },
+        ),
+    );
+  }
+
+  /**
+   * A call that failed, sent again where the failure says the server did not act on it:
+   * - HTTP 401: once the supervisor has a fresh token (a refresh), the call goes out again, once;
+   *   a second 401 goes to the caller.
+   * - A modern HTTP server refuses a call whose mirrored `Mcp-Param-*` headers do not match the
+   *   tool's current schema: its tools changed since they were listed. Re-list them once (the
+   *   transport learns the new header declarations from the answer, and every view gets the new
+   *   list) and retry once; a second refusal goes to the caller.
+   */
+  async #recover(
+    error: unknown,
+    conn: ServerConnection,
+    generation: number,
+    args: ViewRequestArgs,
+    options: Parameters<ServerConnection['request']>[2],
+    ctx: RpcHandlerContext,
+  ): Promise<Record<string, unknown>> {
+    const sendOrReauthorize = async (): Promise<Record<string, unknown>> => {
+      try {
+        return await conn.request(args.method, args.params, options);
+      } catch (failure) {
+        return await this.#reauthorized(failure, () => conn.request(args.method, args.params, options), ctx);
+      }
+    };
+    let last = error;
+    try {
+      return await this.#reauthorized(error, () => conn.request(args.method, args.params, options), ctx);
+    } catch (failure) {
+      last = failure;
     }
+    if (args.method !== 'tools/call' || !isHeaderMismatch(last) || ctx.signal.aborted) throw last;
+    await this.#deps.relistTools(conn, generation);
+    return await sendOrReauthorize();
+  }
+
+  /** After an HTTP 401, `send` again once the supervisor gave a new token; any other failure is thrown as is. */
+  async #reauthorized(error: unknown, send: () => Promise<Record<string, unknown>>, ctx: RpcHandlerContext): Promise<Record<string, unknown>> {
+    if (!(error instanceof UpstreamHttpError) || error.status !== 401 || ctx.signal.aborted) throw error;
+    if (!(await this.#deps.reauthorize(error.wwwAuthenticate))) throw error;
+    return await send();
   }
 
   async #subscribe(viewId: string, state: ViewState, uri: string): Promise<void> {

@@ -24,6 +24,7 @@ import {
   type TransportKind,
   type UpstreamNotification,
   type ViewEvents,
+  type ViewRequestArgs,
 } from '@mcpool/protocol';
 import { SessionFilter, type SessionFields } from './sessionFilter.js';
 import { peerAttributes, startClientCall } from './telemetry.js';
@@ -78,6 +79,9 @@ export interface InputRequiredResult {
   requestState?: string;
   [field: string]: unknown;
 }
+
+/** Channel options of a call with no signal and no listener (shared: never written). */
+const NO_REQUEST_OPTIONS = Object.freeze({});
 
 /** How many input rounds one call may take before it fails (a server that keeps asking). */
 const MAX_INPUT_ROUNDS = 10;
@@ -367,12 +371,17 @@ export class PooledConnection {
     return this.#serverRequestHandler(request, signal);
   }
 
-  async #call(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
+  #call(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
+    // Without an input handler the answer is the caller's as is: no async frame on the call path.
+    if (options.onInputRequired === undefined) return this.#send(method, params, options);
+    return this.#callWithInput(method, params, options, options.onInputRequired);
+  }
+
+  async #callWithInput(method: string, params: Record<string, unknown>, options: CallOptions, onInputRequired: NonNullable<CallOptions['onInputRequired']>): Promise<Record<string, unknown>> {
     let result = await this.#send(method, params, options);
-    if (options.onInputRequired === undefined) return result;
     // Each round is a new request (a new JSON-RPC id upstream) with the answers and the state.
     for (let round = 0; round < MAX_INPUT_ROUNDS && result.resultType === 'input_required'; round++) {
-      const inputResponses = await options.onInputRequired(result as InputRequiredResult, options.signal);
+      const inputResponses = await onInputRequired(result as InputRequiredResult, options.signal);
       const retry: Record<string, unknown> = { ...params, inputResponses };
       if (result.requestState !== undefined) retry.requestState = result.requestState;
       result = await this.#send(method, retry, options);
@@ -401,22 +410,20 @@ export class PooledConnection {
     const traceMeta = telemetry.traceMeta;
     const extraMeta = traceMeta === undefined ? options._meta : options._meta === undefined ? traceMeta : { ...options._meta, ...traceMeta };
     const body = extraMeta ? { ...params, _meta: { ...(params._meta as Record<string, unknown> | undefined), ...extraMeta } } : params;
+    // Built by assignment, not spreads of conditional objects: this runs once per call.
+    const args: ViewRequestArgs = { method, params: body, timeoutMs };
+    if (options.maxTotalTimeoutMs !== undefined) args.maxTotalTimeoutMs = options.maxTotalTimeoutMs;
+    if (options.onProgress) args.wantProgress = true;
+    if (options.signal) args.cancellable = true;
+    if (options.onNotification) args.wantNotifications = true;
+    const listens = options.onProgress !== undefined || options.onNotification !== undefined;
     return this.#channel
       .request<Record<string, unknown>>(
         'request',
-        {
-          method,
-          params: body,
-          timeoutMs,
-          ...(options.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: options.maxTotalTimeoutMs }),
-          ...(options.onProgress ? { wantProgress: true } : {}),
-          ...(options.signal ? { cancellable: true } : {}),
-          ...(options.onNotification ? { wantNotifications: true } : {}),
-        },
-        {
-          signal: options.signal,
-          onProgress: options.onProgress || options.onNotification ? (data) => deliverCallEvent(data as CallEvent, options) : undefined,
-        },
+        args,
+        listens || options.signal !== undefined
+          ? { signal: options.signal, onProgress: listens ? (data) => deliverCallEvent(data as CallEvent, options) : undefined }
+          : NO_REQUEST_OPTIONS,
       )
       .then(
         (result) => {

@@ -136,23 +136,37 @@ export class RpcChannel {
     }
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const onAbort = (): void => {
-        this.#abandon(id, new PoolError(ErrorCode.CALL_CANCELLED, `${op} was cancelled`));
-      };
-      const cleanup = (): void => {
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      this.#pending.set(id, { resolve: resolve, reject, onProgress, cleanup });
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          this.#abandon(id, new PoolError(ErrorCode.CALL_TIMEOUT, `${op} timed out after ${timeoutMs} ms`, { data: { timeoutMs } }));
-        }, timeoutMs);
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Most requests carry neither a timeout nor a signal: only those pay for the timer and listener.
+      const pending: Pending = timeoutMs === undefined && signal === undefined
+        ? { resolve, reject, onProgress, cleanup: noop }
+        : this.#guarded(id, op, options, resolve as (value: unknown) => void, reject);
+      this.#pending.set(id, pending);
       this.#post({ k: 'req', id, op, args }, transfer);
     });
+  }
+
+  /** A pending request with its timeout and its caller's signal, each ending it on this side and the other. */
+  #guarded(id: number, op: string, options: RpcRequestOptions, resolve: (value: unknown) => void, reject: (error: PoolError) => void): Pending {
+    const { signal, timeoutMs } = options;
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = (): void => {
+      this.#abandon(id, new PoolError(ErrorCode.CALL_CANCELLED, `${op} was cancelled`));
+    };
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        this.#abandon(id, new PoolError(ErrorCode.CALL_TIMEOUT, `${op} timed out after ${timeoutMs} ms`, { data: { timeoutMs } }));
+      }, timeoutMs);
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return {
+      resolve,
+      reject,
+      onProgress: options.onProgress,
+      cleanup: () => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      },
+    };
   }
 
   /**
@@ -303,37 +317,87 @@ export class RpcChannel {
     }
   }
 
-  async #handle(id: number, op: string, args: unknown): Promise<void> {
+  #handle(id: number, op: string, args: unknown): void {
     const handler = this.#options.handler;
     if (handler === undefined) {
       this.#post({ k: 'res', id, ok: false, error: { code: ErrorCode.INTERNAL, message: `no handler for ${op}` } });
       return;
     }
-    // The signal is made on first use: an AbortController plus its listeners costs a few µs,
-    // a real share of a ~30 µs call, and most handlers never look at it.
-    // A cancel (or the channel's end) that comes first leaves an aborted controller behind.
-    const handling = this.#handling;
-    handling.set(id, undefined);
-    const ctx: RpcHandlerContext = {
-      get signal(): AbortSignal {
-        let controller = handling.get(id);
-        if (controller === undefined) {
-          controller = new AbortController();
-          handling.set(id, controller);
-        }
-        return controller.signal;
-      },
-      progress: (data) => {
-        if (!this.#closed && handling.get(id)?.signal.aborted !== true) this.#post({ k: 'prog', id, data });
-      },
-    };
+    this.#handling.set(id, undefined);
+    // A handler's promise is followed with `then`, not awaited in an async function: on the
+    // call path every frame and microtask between the answer and its post is paid per call.
+    let result: unknown;
     try {
-      const result = await handler(op, args, ctx);
-      if (!this.#closed) this.#post({ k: 'res', id, ok: true, result });
+      result = handler(op, args, new HandlerContext(this, id));
     } catch (error) {
-      if (!this.#closed) this.#post({ k: 'res', id, ok: false, error: errorToWire(error) });
-    } finally {
-      this.#handling.delete(id);
+      this.#answerError(id, error);
+      return;
     }
+    if (isThenable(result)) {
+      result.then(
+        (value) => this.#answer(id, value),
+        (error: unknown) => this.#answerError(id, error),
+      );
+    } else {
+      this.#answer(id, result);
+    }
+  }
+
+  #answer(id: number, result: unknown): void {
+    this.#handling.delete(id);
+    if (!this.#closed) this.#post({ k: 'res', id, ok: true, result });
+  }
+
+  #answerError(id: number, error: unknown): void {
+    this.#handling.delete(id);
+    if (!this.#closed) this.#post({ k: 'res', id, ok: false, error: errorToWire(error) });
+  }
+
+  /** @internal The signal of request `id`, made on first use (see {@link RpcHandlerContext.signal}). */
+  signalOf(id: number): AbortSignal {
+    let controller = this.#handling.get(id);
+    if (controller === undefined) {
+      controller = new AbortController();
+      // A request already answered keeps no entry: its signal is a fresh one nobody aborts.
+      if (this.#handling.has(id)) this.#handling.set(id, controller);
+    }
+    return controller.signal;
+  }
+
+  /** @internal Progress for request `id`, while it is being handled and not aborted. */
+  progressOf(id: number, data: unknown): void {
+    if (this.#closed || !this.#handling.has(id) || this.#handling.get(id)?.signal.aborted === true) return;
+    this.#post({ k: 'prog', id, data });
+  }
+}
+
+const noop = (): void => undefined;
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/**
+ * What a handler gets for one request. A class rather than an object literal with a getter and
+ * a closure: one is made per request on the call path.
+ * The signal is made on first use: an AbortController plus its listeners costs a few µs, a real
+ * share of a ~30 µs call, and most handlers never look at it. A cancel (or the channel's end)
+ * that comes first leaves an aborted controller behind.
+ */
+class HandlerContext implements RpcHandlerContext {
+  readonly #channel: RpcChannel;
+  readonly #id: number;
+
+  constructor(channel: RpcChannel, id: number) {
+    this.#channel = channel;
+    this.#id = id;
+  }
+
+  get signal(): AbortSignal {
+    return this.#channel.signalOf(this.#id);
+  }
+
+  progress(data: unknown): void {
+    this.#channel.progressOf(this.#id, data);
   }
 }

@@ -39,6 +39,9 @@ export class TransportLostError extends Error {
   }
 }
 
+/** What a send returns while the pipe has room: one settled promise, shared. */
+const RESOLVED = Promise.resolve();
+
 /** How long a root whose stdout ended may take to exit on its own before the group is ended. */
 const LOST_GRACE_MS = 100;
 
@@ -121,8 +124,10 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   #closing: Promise<void> | undefined;
   #closeNotified = false;
   #lostNotified = false;
-  /** stdin is corked until the end of this tick: the lines written in one tick leave in one write. */
-  #corked = false;
+  /** Lines sent this tick, written together at its end. */
+  #outgoing: string[] = [];
+  /** Set while stdin's buffer is full: resolves when it drained. */
+  #drained: Promise<void> | undefined;
   #delivering = false;
   /** Set while stdout is paused by the read gate; the timer resumes it. */
   #resumeTimer: NodeJS.Timeout | undefined;
@@ -269,28 +274,35 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
     this.#drainReadBuffer();
   }
 
-  async send(message: JsonRpcMessage): Promise<void> {
+  send(message: JsonRpcMessage): Promise<void> {
     const stdin = this.#child?.stdin;
-    if (stdin === undefined || stdin === null || this.#exited || stdin.destroyed) {
-      throw new TransportLostError('the server process is not running');
+    if (stdin === undefined || stdin === null || this.#exited || stdin.destroyed || stdin.writableEnded) {
+      return Promise.reject(new TransportLostError('the server process is not running'));
     }
-    const line = `${JSON.stringify(message)}\n`;
-    if (!this.#corked) {
-      this.#corked = true;
-      stdin.cork();
-      // Runs once this tick's promise jobs have run: requests sent together share one syscall.
-      process.nextTick(() => {
-        this.#corked = false;
-        stdin.uncork();
-      });
-    }
-    try {
-      if (!stdin.write(line)) await once(stdin, 'drain');
-    } catch (error) {
-      // EPIPE and friends: the child is dying; the loss itself is reported by its exit.
-      throw new TransportLostError(`writing to the server failed: ${(error as Error).message}`, error);
-    }
+    // The lines sent in one tick leave in one write, once this tick's promise jobs have run:
+    // requests sent together share one syscall, and a lone one waits for no turn of the loop.
+    if (this.#outgoing.push(JSON.stringify(message)) === 1) process.nextTick(this.#writeOutgoing);
+    // A full pipe holds new writes back until it drains: the caller's send waits with them.
+    return this.#drained ?? RESOLVED;
   }
+
+  readonly #writeOutgoing = (): void => {
+    const lines = this.#outgoing;
+    this.#outgoing = [];
+    const stdin = this.#child?.stdin;
+    // A child gone meanwhile: its loss is reported by the end of its stdout or its exit.
+    if (stdin === undefined || stdin === null || stdin.destroyed || stdin.writableEnded) return;
+    const text = lines.length === 1 ? `${lines[0]}\n` : `${lines.join('\n')}\n`;
+    // EPIPE and friends arrive as the stream's 'error' (the child is dying), handled at start.
+    if (!stdin.write(text) && this.#drained === undefined) {
+      // Never rejects: a stream that fails instead of draining is the child's loss, reported
+      // (and every call in flight rejected) by the stream's own 'error' and the end of stdout.
+      const clear = (): void => {
+        this.#drained = undefined;
+      };
+      this.#drained = once(stdin, 'drain').then(clear, clear);
+    }
+  };
 
   /** Resolves when the child has exited (at once if it has), or after `ms`. */
   async waitForExit(ms: number): Promise<boolean> {
