@@ -45,6 +45,8 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
   let args: ActorStartArgs | undefined;
   let machine: Actor<typeof connectionMachine> | undefined;
   let connection: ServerConnection | undefined;
+  /** The connection whose loss the views were already told of (before the machine heard of it). */
+  let lossAnnounced: ServerConnection | undefined;
   let clientGeneration = 0;
   let pgid: number | undefined;
   let lastStatus: EntryStatus | undefined;
@@ -206,6 +208,14 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
             connected: (conn, generation, reconnect) => {
               settleRestart({ restarted: true });
               connection = conn;
+              // A loss is told to the views at once, ahead of the rejections of the calls it
+              // failed (a caller that sees the error finds the view disconnected); the machine
+              // hears of it a turn later, once those rejections have left.
+              conn.onLoss(() => {
+                if (connection !== conn || machine?.getSnapshot().matches({ active: 'serving' }) !== true) return;
+                lossAnnounced = conn;
+                broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
+              });
               clientGeneration = generation;
               store.reset(conn.lists, generation, { serverInfo: conn.serverInfo, capabilities: conn.capabilities, instructions: conn.instructions });
               if (conn.era !== settledEra || conn.eraProbed) emitControl('era', { era: conn.era, protocolVersion: conn.protocolVersion, probed: conn.eraProbed });
@@ -227,8 +237,10 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
             },
             disconnected: (error) => {
               logger.warn({ error }, 'transport lost');
+              const announced = connection !== undefined && lossAnnounced === connection;
               connection = undefined;
-              broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
+              lossAnnounced = undefined;
+              if (!announced) broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
             },
             failed: (error) => {
               // The supervisor reports the failure (with its stderr tail) once; this is the actor's detail.

@@ -223,8 +223,27 @@ export class ServerConnection {
     return this.client.transport;
   }
 
-  /** Registered listeners run once when the transport is lost or closed. */
+  /**
+   * `listener` runs once when the transport is lost or closed, on the turn after: the calls the
+   * loss failed are answered first, and what the listener sets off (a state change, logging,
+   * the teardown of the process tree) does not hold their rejections up. Removing it before then
+   * cancels it.
+   */
   onClose(listener: (error: Error | undefined) => void): () => void {
+    let removed = false;
+    const off = this.client.onClose((error) => {
+      setImmediate(() => {
+        if (!removed) listener(error);
+      });
+    });
+    return () => {
+      removed = true;
+      off();
+    };
+  }
+
+  /** `listener` runs once, at the moment the transport is lost or closed, before its calls are answered. */
+  onLoss(listener: (error: Error | undefined) => void): () => void {
     return this.client.onClose(listener);
   }
 
