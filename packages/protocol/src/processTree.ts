@@ -4,8 +4,8 @@
  * a ledger's owner. Node-only and POSIX-only; kept off the package root so a browser never loads
  * it (`@mcpool/protocol/processTree`).
  *
- * One `ps -A -o pid=,ppid=,pgid=,stat=,comm=` snapshot ({@link readProcessTable}, parsed by one
- * parser) is walked in memory ({@link descendantsIn}; fallback: `pgrep -P` breadth first; on
+ * One snapshot of the process table ({@link readProcessTable}: `/proc` on Linux, else one
+ * `ps -A -o pid=,ppid=,pgid=,stat=,comm=`, each read by one parser) is walked in memory ({@link descendantsIn}; fallback: `pgrep -P` breadth first; on
  * failure: the caller is told, and only the root/group is signalled). Each pid is recorded with
  * its start time, and checked again before it is signalled, so a recycled pid is never hit. Start
  * times come from `/proc`: where there is none (macOS), a pid is pinned by liveness alone. The walk
@@ -13,7 +13,7 @@
  * init and can only be found by their process group.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** One process of a tree, pinned by its start time (clock ticks since boot, /proc/<pid>/stat). */
@@ -28,8 +28,8 @@ export interface TreeSnapshot {
   root: number;
   pgid: number | undefined;
   processes: TrackedProcess[];
-  /** How the tree was found: one `ps` snapshot, a `pgrep` walk, or nothing (only root/group known). */
-  method: 'ps' | 'pgrep' | 'none';
+  /** How the tree was found: one snapshot of `/proc` or of `ps`, a `pgrep` walk, or nothing (only root/group known). */
+  method: 'proc' | 'ps' | 'pgrep' | 'none';
   warning?: string;
 }
 
@@ -136,15 +136,105 @@ export function parsePs(text: string): PsRow[] {
   return rows;
 }
 
-/** One snapshot of the process table; rejects when `ps` fails, or gives nothing (a BusyBox `ps` without `-o`). */
-export async function readProcessTable(): Promise<PsRow[]> {
-  const rows = parsePs(await run('ps', PS_ARGS));
-  if (rows.length === 0) throw new Error('ps listed no process');
-  return rows;
+/**
+ * Parses `/proc/<pid>/stat` into a row: `pid (comm) state ppid pgrp …`, the name counted from
+ * the first `(` to the last `)` (it may hold spaces and parentheses). Undefined when malformed.
+ */
+export function parseProcStat(text: string): PsRow | undefined {
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open <= 0 || close < open) return undefined;
+  const fields = text.slice(close + 2).split(' ');
+  const pid = Number(text.slice(0, open).trim());
+  const ppid = Number(fields[1]);
+  const pgid = Number(fields[2]);
+  if (!Number.isInteger(pid) || !Number.isInteger(ppid) || !Number.isInteger(pgid)) return undefined;
+  return { pid, ppid, pgid, stat: fields[0] ?? '', comm: text.slice(open + 1, close) };
 }
 
-/** {@link readProcessTable}, synchronously (for an exit path that has no time for the event loop); undefined when `ps` fails. */
+/** Where the table is read from: `/proc` when there is one, else `ps` ({@link setProcessTableSource}). */
+let tableSource: 'auto' | 'ps' = 'auto';
+
+/**
+ * For tests: `'ps'` reads the table as on a system without `/proc`, so the `ps`, `pgrep` and
+ * degraded paths can be exercised on Linux; `'auto'` (the default) uses `/proc` where there is one.
+ */
+export function setProcessTableSource(source: 'auto' | 'ps'): void {
+  tableSource = source;
+}
+
+const useProcFs = (): boolean => tableSource === 'auto' && process.platform === 'linux';
+
+/** How many processes are read from `/proc` between two turns of the event loop (~0.5 ms a hundred here). */
+const PROC_CHUNK = 256;
+
+/** The names of `/proc`'s process entries, or undefined where there is no `/proc` (macOS). */
+function procPids(): string[] | undefined {
+  if (!useProcFs()) return undefined;
+  try {
+    return readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+}
+
+/** One process's row from `/proc/<pid>/stat`; undefined once it exited. */
+function procRow(pid: string): PsRow | undefined {
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The process table from `/proc`, where there is one. Reading it runs no program: `ps` is a child
+ * process, and starting one forks this process, which holds up every thread of it (the fork
+ * copies the memory map under its lock) at the moment a lost server's calls are being failed.
+ * What `ps` itself reads, file by file (a process that exits meanwhile is left out); read
+ * synchronously, which costs a tenth of as many asynchronous reads, and a turn of the event loop
+ * is let go every {@link PROC_CHUNK} processes so a crowded machine never holds it long.
+ */
+async function readProcFs(): Promise<PsRow[] | undefined> {
+  const pids = procPids();
+  if (pids === undefined) return undefined;
+  const found: PsRow[] = [];
+  for (let i = 0; i < pids.length; i++) {
+    if (i > 0 && i % PROC_CHUNK === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const row = procRow(pids[i]!);
+    if (row !== undefined) found.push(row);
+  }
+  return found.length > 0 ? found : undefined;
+}
+
+/** {@link readProcFs}, synchronously. */
+function readProcFsSync(): PsRow[] | undefined {
+  const pids = procPids();
+  if (pids === undefined) return undefined;
+  const found = pids.map(procRow).filter((row): row is PsRow => row !== undefined);
+  return found.length > 0 ? found : undefined;
+}
+
+/**
+ * One snapshot of the process table: `/proc` where there is one, else `ps`. Rejects when `ps`
+ * fails, or gives nothing (a BusyBox `ps` without `-o`).
+ */
+export async function readProcessTable(): Promise<PsRow[]> {
+  return (await readTable()).rows;
+}
+
+async function readTable(): Promise<{ rows: PsRow[]; source: 'proc' | 'ps' }> {
+  const fromProc = await readProcFs();
+  if (fromProc !== undefined) return { rows: fromProc, source: 'proc' };
+  const rows = parsePs(await run('ps', PS_ARGS));
+  if (rows.length === 0) throw new Error('ps listed no process');
+  return { rows, source: 'ps' };
+}
+
+/** {@link readProcessTable}, synchronously (for an exit path that has no time for the event loop); undefined when neither works. */
 export function readProcessTableSync(): PsRow[] | undefined {
+  const fromProc = readProcFsSync();
+  if (fromProc !== undefined) return fromProc;
   try {
     const rows = parsePs(execFileSync('ps', PS_ARGS, { encoding: 'utf8', timeout: QUERY_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] }));
     return rows.length === 0 ? undefined : rows;
@@ -159,14 +249,14 @@ export function readProcessTableSync(): PsRow[] | undefined {
  */
 export async function snapshotTree(root: number, pgid?: number): Promise<TreeSnapshot> {
   if (!Number.isInteger(root) || root <= 1) throw new RangeError(`root must be a pid > 1, got ${root}`);
-  let rows: PsRow[] | undefined;
+  let table: Awaited<ReturnType<typeof readTable>> | undefined;
   let warning: string | undefined;
   try {
-    rows = await readProcessTable();
+    table = await readTable();
   } catch (error) {
     warning = `ps failed: ${(error as Error).message}`;
   }
-  if (rows !== undefined) return { root, pgid, processes: track(descendantsIn(rows, root, { pgid })), method: 'ps' };
+  if (table !== undefined) return { root, pgid, processes: track(descendantsIn(table.rows, root, { pgid })), method: table.source };
   try {
     return { root, pgid, processes: track(await walkWithPgrep(root)), method: 'pgrep', ...(warning ? { warning } : {}) };
   } catch (error) {

@@ -1,6 +1,6 @@
 /**
- * processTree against real processes (one `ps` snapshot walked in memory, fallback
- * BFS, graceful degradation; never signal a recycled pid).
+ * processTree against real processes (one snapshot of the process table — `/proc` on Linux, `ps`
+ * elsewhere — walked in memory, fallback BFS, graceful degradation; never signal a recycled pid).
  *
  * Every tree is a `bash -c …` started detached (its own process group), with a marker unique to
  * the test as `$0`. Each pid a test sees is recorded with its start time and killed by pid in
@@ -22,10 +22,12 @@ import {
   groupExists,
   isRunning,
   parsePs,
+  parseProcStat,
   pgidOf,
   processExists,
   readProcessTable,
   readProcessTableSync,
+  setProcessTableSource,
   isSameProcess,
   signalTracked,
   snapshotTree,
@@ -109,13 +111,13 @@ describe('pgidOf', () => {
 });
 
 describe('snapshotTree', () => {
-  it('finds the root and both sleeps of `bash -c "sleep 60 & sleep 60"` with one ps snapshot', async () => {
+  it('finds the root and both sleeps of `bash -c "sleep 60 & sleep 60"` with one snapshot of /proc', async () => {
     const root = startBash('sleep 60 & sleep 60', 'tree');
     const sleeps = await descendants(root.pid, 2);
 
     const snapshot = await snapshotTree(root.pid, root.pid);
 
-    expect(snapshot.method).toBe('ps');
+    expect(snapshot.method).toBe('proc');
     expect(snapshot.warning).toBeUndefined();
     expect(snapshot.root).toBe(root.pid);
     expect(pidsOf(snapshot.processes)).toEqual(sorted([root.pid, ...sleeps]));
@@ -143,7 +145,7 @@ describe('snapshotTree', () => {
     const byParent = await snapshotTree(root.pid);
     expect(pidsOf(byParent.processes)).toEqual([]);
     const byGroup = await snapshotTree(root.pid, root.pid);
-    expect(byGroup.method).toBe('ps');
+    expect(byGroup.method).toBe('proc');
     expect(pidsOf(byGroup.processes)).toEqual(sorted(sleeps));
     for (const tracked of byGroup.processes) {
       expect(tracked.ppid).not.toBe(root.pid);
@@ -193,7 +195,7 @@ describe('sweepTracked', () => {
 
     const result = await sweepTracked(snapshot, { graceMs: 500 });
 
-    expect(result).toMatchObject({ found: 5, terminated: 5, survivors: 0, method: 'ps' });
+    expect(result).toMatchObject({ found: 5, terminated: 5, survivors: 0, method: 'proc' });
     // The TERM-ignoring bash and its sleep needed the SIGKILL.
     expect(result.killed).toBe(2);
     expect((await root.exited).signal).toBe('SIGTERM');
@@ -266,19 +268,35 @@ describe('never a recycled pid', () => {
 });
 
 describe('graceful degradation', () => {
-  /** Runs `fn` with PATH set to a temp dir holding only `tools` (symlinks to the real ones). */
+  /**
+   * Runs `fn` as on a system without `/proc` (macOS), with PATH set to a temp dir holding only
+   * `tools` (symlinks to the real ones).
+   */
   async function withPath<T>(tools: string[], fn: () => Promise<T>): Promise<T> {
     const dir = mkdtempSync(join(tmpdir(), 'mcpool-path-'));
     const saved = process.env.PATH;
+    setProcessTableSource('ps');
     try {
       for (const tool of tools) symlinkSync(execFileSync('bash', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(dir, tool));
       process.env.PATH = dir;
       return await fn();
     } finally {
+      setProcessTableSource('auto');
       process.env.PATH = saved;
       rmSync(dir, { recursive: true, force: true });
     }
   }
+
+  it('without /proc one ps snapshot finds the tree', async () => {
+    const root = startBash('sleep 60 & sleep 60', 'ps');
+    const kids = await descendants(root.pid, 2);
+
+    const snapshot = await withPath(['ps'], () => snapshotTree(root.pid, root.pid));
+
+    expect(snapshot.method).toBe('ps');
+    expect(snapshot.warning).toBeUndefined();
+    expect(pidsOf(snapshot.processes)).toEqual(sorted([root.pid, ...kids]));
+  });
 
   it('without ps it falls back to a pgrep walk and still finds the tree', async () => {
     const root = startBash('sleep 60 & sleep 60', 'pgrep');
@@ -396,16 +414,58 @@ describe('one ps parser, one walk, one liveness check', () => {
     expect(own(readProcessTableSync())).toEqual(expected);
   });
 
-  it('without ps the sync table is undefined and the async one rejects', async () => {
+  it('without /proc and without ps the sync table is undefined and the async one rejects; /proc needs no program', async () => {
     const saved = process.env.PATH;
     process.env.PATH = mkdtempSync(join(tmpdir(), 'mcpool-nops-'));
     try {
+      // /proc is read without running anything: no PATH needed.
+      expect(readProcessTableSync()?.some((row) => row.pid === process.pid)).toBe(true);
+      expect((await readProcessTable()).some((row) => row.pid === process.pid)).toBe(true);
+      setProcessTableSource('ps');
       expect(readProcessTableSync()).toBeUndefined();
       await expect(readProcessTable()).rejects.toThrow();
     } finally {
+      setProcessTableSource('auto');
       rmSync(process.env.PATH, { recursive: true, force: true });
       process.env.PATH = saved;
     }
+  });
+
+  it('/proc and ps give the same rows for a tree: pid, parent, group, state and name', async () => {
+    // A name with a space and parentheses: the kernel names a process after the file it runs.
+    const dir = mkdtempSync(join(tmpdir(), 'mcpool-comm-'));
+    symlinkSync(execFileSync('bash', ['-c', 'command -v sleep'], { encoding: 'utf8' }).trim(), join(dir, 'my (odd) nm'));
+    const root = startBash(`sleep 60 & '${join(dir, 'my (odd) nm')}' 60 & sleep 60 & wait`, 'agree');
+    let kids: number[];
+    try {
+      kids = await descendants(root.pid, 3);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const ours = new Set([root.pid, ...kids]);
+    const pick = (rows: readonly { pid: number; ppid: number; pgid: number; stat: string; comm: string }[]) =>
+      rows
+        .filter((row) => ours.has(row.pid))
+        .map((row) => ({ pid: row.pid, ppid: row.ppid, pgid: row.pgid, state: row.stat.slice(0, 1), comm: row.comm }))
+        .sort((a, b) => a.pid - b.pid);
+    const fromProc = pick(await readProcessTable());
+    setProcessTableSource('ps');
+    let fromPs;
+    try {
+      fromPs = pick(await readProcessTable());
+    } finally {
+      setProcessTableSource('auto');
+    }
+    expect(fromProc).toHaveLength(4);
+    expect(fromProc.map((row) => row.comm)).toContain('my (odd) nm');
+    expect(fromProc).toEqual(fromPs);
+  });
+
+  it('parses /proc/<pid>/stat, a name with spaces and parentheses included; refuses what is not one', () => {
+    expect(parseProcStat('4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 99')).toEqual({ pid: 4242, ppid: 1, pgid: 4242, stat: 'S', comm: 'my (odd) name' });
+    expect(parseProcStat('7 (z) Z 3 7 7')).toEqual({ pid: 7, ppid: 3, pgid: 7, stat: 'Z', comm: 'z' });
+    expect(parseProcStat('garbage')).toBeUndefined();
+    expect(parseProcStat('x (y) S a b c')).toBeUndefined();
   });
 
   it('walks descendants and group members, bounded in depth and count, never this process', () => {
