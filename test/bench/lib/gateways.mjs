@@ -28,6 +28,7 @@ export const LOOPBACK_SHIM = fileURLToPath(new URL('./loopbackOnly.mjs', import.
 export const EVERYTHING = join(MODULES, '@modelcontextprotocol/server-everything/dist/index.js');
 export const EVERYTHING_VERSION = '2026.8.31';
 const HTTP_FLOOR = fileURLToPath(new URL('./httpFloorServer.mjs', import.meta.url));
+const HANGING = fileURLToPath(new URL('../../fixtures/servers/hanging.mjs', import.meta.url));
 
 /** The same call on every path: server-everything's `echo` (its argument is `message`). */
 export const ECHO_MESSAGE = { message: 'hello from mcpool bench' };
@@ -78,13 +79,16 @@ export const GATEWAYS = [
       { id: 'daemon-all', label: 'mcpool daemon /mcp (aggregated)', path: '/mcp', transport: 'http', tool: 'everything__echo' },
       { id: 'daemon-all-modern', label: 'mcpool daemon /mcp (aggregated), SDK v2 client at 2026-07-28', path: '/mcp', transport: 'modern', tool: 'everything__echo' },
     ],
-    async prepare({ mark, port, dir, token }) {
+    async prepare({ mark, port, dir, token, hanging = false }) {
       // The marker goes in the config file's name: `serve` (commander) refuses unknown arguments.
       const config = join(dir, `mcpool${mark}.json`);
+      const servers = { everything: { command: process.execPath, args: [EVERYTHING, 'stdio', `${mark}-child`] } };
+      // `hanging`: a second server that never answers `initialize`, for "whatever the other servers are doing".
+      if (hanging) servers.hanging = { command: process.execPath, args: [HANGING, `${mark}-hanging`] };
       writeFileSync(
         config,
         JSON.stringify({
-          mcpServers: { everything: { command: process.execPath, args: [EVERYTHING, 'stdio', `${mark}-child`] } },
+          mcpServers: servers,
           daemon: { host: LOOPBACK, port, watchConfig: false },
         }),
       );
@@ -209,13 +213,13 @@ export function missingReason(gateway) {
  * captured (the last 8 KB and the byte count, so its logging volume is known). Never throws for
  * a peer that dies: `exit` says so.
  */
-export async function startGateway(gateway, { mark, token, nodeArgs = [] }) {
+export async function startGateway(gateway, { mark, token, nodeArgs = [], hanging = false }) {
   const dir = mkdtempSync(join(tmpdir(), `mcpool-bench-${gateway.id}-`));
   let port;
   let spec;
   try {
     port = await freePort();
-    spec = await gateway.prepare({ mark, port, dir, token });
+    spec = await gateway.prepare({ mark, port, dir, token, hanging });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;

@@ -32,6 +32,7 @@ import {
   waitReady,
 } from '../lib/gateways.mjs';
 import { psSnapshot, treeRss } from '../lib/procs.mjs';
+import { measureFootprint, measureSessionReady } from './gatewayAlone.mjs';
 import { floor, fmt, fmtMb, fmtRange, fmtRatio, median, ratio, summarize, target } from '../lib/stats.mjs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -258,7 +259,15 @@ export const gatewaySection = {
       }
     }
 
-    return report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRound, notes, gatewayInfo, loopbackFindings });
+    const main = report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRound, notes, gatewayInfo, loopbackFindings });
+    // The two targets the shared rounds cannot judge as worded, each on a gateway of its own.
+    const ready = await measureSessionReady(ctx, { warmup: 20, sessions: ctx.quick ? 10 : 20, token });
+    const footprint = await measureFootprint(ctx, { rounds: ctx.quick ? 2 : 3, calls: { rounds: 2, seq: seqPerRound, conc: concPerRound }, token });
+    return {
+      tables: [...main.tables, ready.table, footprint.table],
+      targets: [...main.targets, ...ready.targets, ...footprint.targets],
+      raw: { ...main.raw, sessionReady: ready.raw, footprint: footprint.raw },
+    };
   },
 };
 
@@ -457,7 +466,7 @@ function report({ paths, rounds, seqPerRound, concPerRound, warmup, readyPerRoun
         rows,
         notes: [
           'server CPU = the gateway and its children (the server-everything processes), from /proc (10 ms ticks); direct: its server child. client CPU = this bench process, every thread; client main thread = the one thread that runs the client\'s JS (/proc schedstat, ns).',
-          'tree RSS = the gateway and its descendants with one measuring session open (direct: its server child; the client side is never counted). The two daemon endpoints share one daemon.',
+          'tree RSS = the gateway and its descendants with its measuring sessions open (direct: its server child; the client side is never counted). The daemon endpoints share one daemon, so its tree holds three sessions and their calls: the one-session comparison is the footprint table below.',
           ...notes,
         ],
       },
