@@ -18,11 +18,13 @@
 // once a second in every run (the kill run only adds the kill), so the lookup costs all the same.
 //
 // The floors under the 10 ms "kill → in-flight call rejected" target, in the same process after
-// the load runs, with nothing else calling: (a) kill → stdout `end` of an echo.mjs child spawned,
-// warmed and called as the pool does it, without the pool (the kernel's teardown and one read of
-// the pipe's EOF), and (b) the
-// pool's kill → rejection of one in-flight `slow` call on the victim, alternating (a)/(b) kill by
-// kill. (c) The main thread's event-loop delay is sampled during every run and floor kill.
+// the load runs: (a) kill → stdout `end` of an echo.mjs child spawned, warmed and called as the
+// pool does it, without the pool (the kernel's teardown and one read of the pipe's EOF), and (b)
+// the pool's kill → rejection of one in-flight `slow` call on the victim, both with nothing else
+// calling, alternating (a)/(b) kill by kill; (c) (a) again, but during one more kill run, each
+// bare child killed half-way between two victim kills: the kernel's teardown under the load the
+// target is measured in. The main thread's event-loop delay is sampled during every run and floor
+// kill.
 import { execFile, spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fixtureConfig } from '../lib/procs.mjs';
@@ -49,6 +51,8 @@ const MODE_LABEL = { calm: 'calm', idle: 'calm, victim idle', kill: 'kill' };
 const FLOOR_KILL_TIMEOUT_MS = 5000;
 /** The in-flight call of a floor kill: sleeps far longer than any kill takes to be noticed. */
 const FLOOR_SLOW_ARGS = { ms: 4000, steps: 1 };
+/** The in-flight call of a child killed during the loaded floor run: outlasts the run and its warm-up. */
+const LOADED_SLOW_MS = 120_000;
 /** How long the `slow` call is given to reach the child before the kill. */
 const FLOOR_INFLIGHT_MS = 50;
 /** The loop-delay timer fires every this many ms; what is reported is its lateness beyond that. */
@@ -67,25 +71,32 @@ function loopDelay() {
 }
 
 /**
- * One floor kill of a child in the pool's conditions, without the pool: echo.mjs spawned as the
- * pool spawns it (its own process group, three pipes, `mark` in its command line), warmed the
- * same way (initialize, tools/list, an answered call) and with a `slow` call in flight. The
- * kernel closes a killed process's pipes only once it has torn its memory down, and a warmed
- * server has more of it than a fresh one, so a child that only answered a ping is not the floor.
- * Checks by `ps` that its pid carries `mark`, SIGKILLs it and times kill → its stdout's `end` in
- * this process; waits for its `close` (reaped).
+ * A child in the pool's conditions, without the pool: echo.mjs spawned as the pool spawns it (its
+ * own process group, three pipes, `mark` in its command line), warmed the same way (initialize,
+ * tools/list, an answered call) and with a `slow` call of `slowMs` in flight. The kernel closes a
+ * killed process's pipes only once it has torn its memory down, and a warmed server has more of
+ * it than a fresh one, so a child that only answered a ping is not the floor.
+ * Resolves with `{ pid, kill(), dispose() }` or `{ pid, error }`: `kill()` checks by `ps` that the
+ * pid still carries `mark`, SIGKILLs it and times kill → its stdout's `end` in this process;
+ * `dispose()` kills it if it lives and waits for its `close` (reaped). A child that failed is
+ * disposed already.
  */
-async function bareChildKill(mark) {
+async function warmBareChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
   const config = fixtureConfig(mark);
   const child = spawn(config.command, config.args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   const closed = new Promise((resolve) => child.once('close', resolve));
   // A failed spawn still ends in 'close'; its first answer then times out and the kill is recorded as failed.
   child.on('error', () => undefined);
   child.stderr.resume();
-  const result = { pid: child.pid };
   const timers = new Set();
   /** `promise`, or 'timeout' after FLOOR_KILL_TIMEOUT_MS. */
   const within = (promise) => Promise.race([promise, new Promise((resolve) => timers.add(setTimeout(() => resolve('timeout'), FLOOR_KILL_TIMEOUT_MS)))]);
+  const dispose = async () => {
+    for (const timer of timers) clearTimeout(timer);
+    // Only this child, by its pid: a no-op when it is dead already.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await closed;
+  };
   // The ids answered so far, read line by line.
   const answered = new Set();
   const waiters = new Map();
@@ -111,25 +122,37 @@ async function bareChildKill(mark) {
   const answer = (id) => (answered.has(id) ? Promise.resolve() : new Promise((resolve) => waiters.set(id, resolve)));
   child.stdin.on('error', () => undefined);
   const send = (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-  try {
-    send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-floor', version: '1' } } });
-    if ((await within(answer(1))) === 'timeout') return { ...result, error: 'no answer to initialize' };
-    send({ method: 'notifications/initialized' });
-    send({ id: 2, method: 'tools/list' });
-    send({ id: 3, method: 'tools/call', params: { name: 'slow', arguments: FLOOR_SLOW_ARGS } });
-    // Answered after the slow call was read: the child has it in flight.
-    send({ id: 4, method: 'tools/call', params: { name: 'echo', arguments: { text: 'sent' } } });
-    if ((await within(answer(4))) === 'timeout') return { ...result, error: 'no answer to the call' };
-    if (!(await livePidsWithMarker(mark)).includes(child.pid)) return { ...result, error: 'pid not found by its marker' };
+  const failed = async (error) => {
+    await dispose();
+    return { pid: child.pid, error };
+  };
+  send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench-floor', version: '1' } } });
+  if ((await within(answer(1))) === 'timeout') return failed('no answer to initialize');
+  send({ method: 'notifications/initialized' });
+  send({ id: 2, method: 'tools/list' });
+  send({ id: 3, method: 'tools/call', params: { name: 'slow', arguments: { ...FLOOR_SLOW_ARGS, ms: slowMs } } });
+  // Answered after the slow call was read: the child has it in flight.
+  send({ id: 4, method: 'tools/call', params: { name: 'echo', arguments: { text: 'sent' } } });
+  if ((await within(answer(4))) === 'timeout') return failed('no answer to the call');
+  const kill = async () => {
+    if (answered.has(3)) return { pid: child.pid, error: 'the slow call ended before the kill' };
+    if (!(await livePidsWithMarker(mark)).includes(child.pid)) return { pid: child.pid, error: 'pid not found by its marker' };
     const at = performance.now();
     process.kill(child.pid, 'SIGKILL');
     const end = await within(ended);
-    return end === 'timeout' ? { ...result, error: 'no stdout end' } : { ...result, ms: round3(end - at) };
+    return end === 'timeout' ? { pid: child.pid, error: 'no stdout end' } : { pid: child.pid, ms: round3(end - at) };
+  };
+  return { pid: child.pid, kill, dispose };
+}
+
+/** One floor kill of a bare child, nothing else of ours running: warmed, killed, reaped. */
+async function bareChildKill(mark) {
+  const child = await warmBareChild(mark);
+  if (child.error !== undefined) return child;
+  try {
+    return await child.kill();
   } finally {
-    for (const timer of timers) clearTimeout(timer);
-    // Only this child, by its pid: a no-op when it is dead already.
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await closed;
+    await child.dispose();
   }
 }
 
@@ -256,8 +279,12 @@ export async function crashScenario(spec) {
       throw new Error(`the victim did not serve a call within ${timeoutMs} ms`);
     };
 
-    /** One run of `ms`: every lane calls until the deadline; the ticker kills the victim in 'kill' mode. */
-    const runLoad = async (mode, ms, round) => {
+    /**
+     * One run of `ms`: every lane calls until the deadline; the ticker kills the victim in 'kill'
+     * mode. `bare`: warmed children outside the pool, one killed half-way between two victim
+     * kills each tick (kill → its stdout's `end` under this run's load), in `run.bareKills`.
+     */
+    const runLoad = async (mode, ms, round, bare = []) => {
       const run = {
         mode,
         round,
@@ -273,6 +300,7 @@ export async function crashScenario(spec) {
         ticks: [],
         events: {},
         lanesStopped: [],
+        bareKills: [],
       };
       current = run;
       const stopLoopDelay = loopDelay();
@@ -359,9 +387,18 @@ export async function crashScenario(spec) {
         }
       };
 
+      const bareTicker = async () => {
+        for (let i = 0; i < bare.length; i++) {
+          const at = t0 + FIRST_TICK_MS + KILL_EVERY_MS / 2 + i * KILL_EVERY_MS;
+          if (at >= deadline) return;
+          await sleep(at - performance.now());
+          run.bareKills.push({ ...(await bare[i].kill()), atMs: round3(at - t0) });
+        }
+      };
+
       const lanes = views.flatMap((row, s) => row.flatMap((_, k) => (mode === 'idle' && k === VICTIM ? [] : [lane(s, k)])));
       run.lanes = lanes.length;
-      await Promise.all([ticker(), ...lanes]);
+      await Promise.all([ticker(), bareTicker(), ...lanes]);
       const wallMs = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       run.loopDelayMs = stopLoopDelay();
@@ -414,6 +451,28 @@ export async function crashScenario(spec) {
       // Keep the runs measured so far; the section reports what stopped the rest.
       notes.push(`stopped after ${runs.length} run(s): ${error?.message ?? error}`);
     }
+    // The kernel's part under this load: one more kill run, and half-way between two victim kills
+    // a bare child (warmed before the run, outside the pool) is killed. A warmed server's teardown
+    // competes for the same two CPUs as everything else here, so under load it is not the quiet
+    // floor's few ms.
+    let loaded;
+    if ((spec.floorKills ?? 0) > 0 && runs.length > 0) {
+      const bare = [];
+      try {
+        // One at a time: their start-up is not part of the run, and started together they would load it.
+        for (let i = 0; i < spec.floorKills; i++) bare.push(await warmBareChild(`${spec.mark}-loaded`, LOADED_SLOW_MS));
+        const usable = bare.filter((child) => child.error === undefined);
+        await victimReady();
+        await sleep(SETTLE_MS);
+        const run = await runLoad('kill', (usable.length + 1) * KILL_EVERY_MS, 'floor', usable);
+        loaded = { bareKills: run.bareKills, warmErrors: bare.filter((child) => child.error !== undefined).map((child) => child.error), kills: run.kills, loopDelayMs: run.loopDelayMs };
+      } catch (error) {
+        notes.push(`the loaded floor run stopped: ${error?.message ?? error}`);
+      } finally {
+        await Promise.all(bare.filter((child) => child.dispose !== undefined).map((child) => child.dispose()));
+      }
+    }
+
     /** One floor kill through the pool: one `slow` call in flight on the victim, nothing else calling. */
     const poolKill = async () => {
       await victimReady();
@@ -455,7 +514,7 @@ export async function crashScenario(spec) {
       notes.push(`floor kills stopped: ${error?.message ?? error}`);
     }
     health = await pool.getHealth();
-    return { entries: entries.map(({ name, mark }) => ({ name, mark })), victim: victim.name, sessions: SESSIONS, processes, runs, floors, health, notes, poolEventsByServer: poolEvents, restartIntensity: RESTART_INTENSITY };
+    return { entries: entries.map(({ name, mark }) => ({ name, mark })), victim: victim.name, sessions: SESSIONS, processes, runs, floors, loaded, health, notes, poolEventsByServer: poolEvents, restartIntensity: RESTART_INTENSITY };
   } finally {
     current = undefined;
     await pool.drainAll({ timeoutMs: 10_000 });
@@ -585,6 +644,9 @@ export const crashSection = {
       }),
     );
     const floors = floorSummary(r.floors);
+    const loaded = floorSummary({ bare: r.loaded?.bareKills ?? [], pool: [] }).bare;
+    const loadedPool = (r.loaded?.kills ?? []).flatMap((kill) => kill.inflightRejects).map((x) => x.ms);
+    const loadedText = r.loaded === undefined ? 'not measured' : `${loaded.text}${r.loaded.warmErrors.length > 0 ? `; ${r.loaded.warmErrors.length} child(ren) not warmed: ${[...new Set(r.loaded.warmErrors)].join(', ')}` : ''}; the pool's rejections in the same run: ${msStats(loadedPool)}`;
 
     // The victim, over every kill run.
     const killRuns = r.runs.filter((run) => run.mode === 'kill');
@@ -608,6 +670,7 @@ export const crashSection = {
       ['kill → first successful victim call, p50 / max (reconnect time)', msStats(kills.map((k) => k.firstOkMs))],
       ['floor (a): kill → stdout `end` of a bare echo.mjs child (no pool, nothing else running), p50 [min–max]', floors.bare.text],
       ['floor (b): pool kill → rejection of one in-flight `slow` call, no other load, p50 [min–max]', floors.pool.text],
+      [`floor (c): kill → stdout \`end\` of a bare warmed echo.mjs child (outside the pool) during one more kill run, half-way between victim kills, p50 [min–max]`, loadedText],
       ['main thread event-loop delay p50 / p99 ms (median of runs): calm | victim idle | kill | floor kills', `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text}`],
       [
         `unaffected p50 / p99 µs by victim state at the call's start: down (kill → served again) | back (next ${BACK_WINDOW_MS} ms) | rest of the kill run`,
@@ -671,6 +734,7 @@ export const crashSection = {
         target('child killed → in-flight call rejected, p50 ≤ 10 ms', `${fmt(median(rejects.map((x) => x.ms)))} ms (${rejects.length} calls)`, rejects.length > 0 ? median(rejects.map((x) => x.ms)) <= 10 : undefined),
         floor('kernel: SIGKILL → stdout `end` of a warmed node child with a call in flight, no pool, no other load of ours', floors.bare.text),
         floor('pool: kill → rejection, one call in flight, no other load', `${floors.pool.text}${Number.isFinite(floors.pool.p50) && Number.isFinite(floors.bare.p50) ? ` (${fmtRatio(ratio(floors.pool.p50, floors.bare.p50))} the bare child)` : ''}`),
+        floor('kernel under this load: SIGKILL → stdout `end` of a warmed node child outside the pool, during a kill run', loadedText),
         floor(
           'main thread event-loop delay p50 / p99 during: calm | victim idle | kill | floor kills',
           `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text} ms`,
