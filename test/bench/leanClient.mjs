@@ -13,6 +13,7 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { GATEWAYS, closeSession, startGateway, stopGateway, waitReady } from './lib/gateways.mjs';
+import { runCalls } from './lib/load.mjs';
 import { marker } from './lib/procs.mjs';
 import { fmt, fmtRange, fmtRatio, median } from './lib/stats.mjs';
 
@@ -140,19 +141,8 @@ async function sseSession(handle, endpoint, agent) {
 
 /** `count` calls, `concurrency` at a time: p50 (µs) and calls/s. */
 async function measure(call, count, concurrency) {
-  const latencies = [];
-  let started = 0;
-  const t0 = performance.now();
-  const lane = async () => {
-    while (started < count) {
-      started++;
-      const t = performance.now();
-      await call();
-      latencies.push((performance.now() - t) * 1000);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, lane));
-  return { p50: median(latencies), callsPerSec: (count / (performance.now() - t0)) * 1000 };
+  const run = await runCalls(call, count, concurrency);
+  return { p50: median(run.latenciesUs), callsPerSec: (count / run.wallMs) * 1000 };
 }
 
 const token = randomBytes(24).toString('base64url');
