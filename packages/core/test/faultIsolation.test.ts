@@ -36,8 +36,13 @@ describe('transport loss', () => {
     view.on('disconnected', () => seen.push('disconnected'));
     const reconnected = new Promise<number>((resolve) => view.on('reconnected', (event) => resolve(event.clientGeneration)));
 
-    // 1. A long call is in flight when the server dies.
-    const inFlight = view.callTool('slow', { ms: 30_000 });
+    // 1. A long call is in flight when the server dies: the server has reported progress on it,
+    // so it reached the server (a call the actor receives after the loss is refused as
+    // NOT_CONNECTED instead, which is right, but not this test's case).
+    let progressed!: () => void;
+    const inProgress = new Promise<void>((resolve) => (progressed = resolve));
+    const inFlight = view.callTool('slow', { ms: 30_000, steps: 300 }, { onProgress: () => progressed() });
+    await inProgress;
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toContain(pid), { timeout: 15_000, interval: 20 });
     const killedAt = performance.now();
     process.kill(pid, 'SIGKILL');
