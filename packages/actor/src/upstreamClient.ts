@@ -65,7 +65,6 @@ export interface UpstreamClientHooks {
 class Pending {
   readonly #client: UpstreamClient;
   readonly id: number;
-  readonly method: string;
   readonly onProgress: ((progress: ProgressPayload) => void) | undefined;
   readonly #options: UpstreamRequestOptions;
   readonly #resolve: (result: Record<string, unknown>) => void;
@@ -79,7 +78,6 @@ class Pending {
   constructor(
     client: UpstreamClient,
     id: number,
-    method: string,
     options: UpstreamRequestOptions,
     cancelBySignal: boolean,
     resolve: (result: Record<string, unknown>) => void,
@@ -87,7 +85,6 @@ class Pending {
   ) {
     this.#client = client;
     this.id = id;
-    this.method = method;
     this.onProgress = options.onProgress;
     this.#options = options;
     this.#resolve = resolve;
@@ -232,7 +229,7 @@ export class UpstreamClient {
     let body = params;
     if (options.onProgress !== undefined) body = { ...params, _meta: { ...(params?._meta as Record<string, unknown> | undefined), progressToken: id } };
     return new Promise<Record<string, unknown>>((resolve, reject) => {
-      const pending = new Pending(this, id, method, options, this.#options.cancelBy === 'signal', resolve, reject);
+      const pending = new Pending(this, id, options, this.#options.cancelBy === 'signal', resolve, reject);
       this.#pending.set(id, pending);
       const message: JsonRpcMessage = body ? { jsonrpc: '2.0', id, method, params: body } : { jsonrpc: '2.0', id, method };
       const signal = pending.abortController?.signal;

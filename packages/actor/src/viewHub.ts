@@ -244,22 +244,16 @@ export class ViewHub {
     options: Parameters<ServerConnection['request']>[2],
     ctx: RpcHandlerContext,
   ): Promise<Record<string, unknown>> {
-    const sendOrReauthorize = async (): Promise<Record<string, unknown>> => {
-      try {
-        return await conn.request(args.method, args.params, options);
-      } catch (failure) {
-        return await this.#reauthorized(failure, () => conn.request(args.method, args.params, options), ctx);
-      }
-    };
+    const send = (): Promise<Record<string, unknown>> => conn.request(args.method, args.params, options);
     let last = error;
     try {
-      return await this.#reauthorized(error, () => conn.request(args.method, args.params, options), ctx);
+      return await this.#reauthorized(error, send, ctx);
     } catch (failure) {
       last = failure;
     }
     if (args.method !== 'tools/call' || !isHeaderMismatch(last) || ctx.signal.aborted) throw last;
     await this.#deps.relistTools(conn, generation);
-    return await sendOrReauthorize();
+    return await send().catch((failure: unknown) => this.#reauthorized(failure, send, ctx));
   }
 
   /** After an HTTP 401, `send` again once the supervisor gave a new token; any other failure is thrown as is. */
