@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ProcessGroupStdioTransport, UpstreamClient, UpstreamClosedError, groupAlive } from '@mcpool/actor';
+import { ProcessGroupStdioTransport, TransportLostError, UpstreamClient, UpstreamClosedError, groupAlive } from '@mcpool/actor';
 import { expectNoSurvivors, FIXTURES, isAlive, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 
 const marks: string[] = [];
@@ -130,6 +130,31 @@ describe('ProcessGroupStdioTransport', () => {
       // re-parented once the shell is gone, is reaped a moment later).
       await expect.poll(() => groupAlive(transport.pid!), { timeout: 5_000 }).toBe(false);
       expect(performance.now() - started).toBeLessThan(10_000);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a child that stops reading its stdin holds sends until the pipe drains; its death releases them and fails its calls; a send after it is refused', async () => {
+    const mark = newMark('fullpipe');
+    // Never reads stdin: the pipe fills and stays full.
+    const transport = new ProcessGroupStdioTransport({ command: 'sh', args: ['-c', 'exec sleep 60', mark], shutdownStepMs: 200 });
+    const client = new UpstreamClient(transport, { cancelBy: 'notification' });
+    try {
+      await client.start();
+      // Far more than a pipe holds (64 KB on Linux).
+      const call = client.request('big', { blob: 'x'.repeat(1024 * 1024) }, { timeoutMs: 30_000 }).catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      let held = true;
+      const send = transport.send({ jsonrpc: '2.0', method: 'notifications/late' }).then(() => (held = false));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(held).toBe(true);
+
+      process.kill(transport.pid!, 'SIGKILL');
+      // The full pipe never drains: the loss releases the held send (it never rejects) and fails the call.
+      await send;
+      expect(await call).toBeInstanceOf(UpstreamClosedError);
+      await expect(transport.send({ jsonrpc: '2.0', method: 'notifications/after' })).rejects.toBeInstanceOf(TransportLostError);
     } finally {
       await client.close();
     }
