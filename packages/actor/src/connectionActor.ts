@@ -12,7 +12,7 @@ import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, Control
 import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection, authRequired } from './serverConnection.js';
-import { TransportLostError } from './transports/processGroupStdioTransport.js';
+import { TransportLostError, signalGroup } from './transports/processGroupStdioTransport.js';
 import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
 import { jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
@@ -49,6 +49,10 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
   let lossAnnounced: ServerConnection | undefined;
   let clientGeneration = 0;
   let pgid: number | undefined;
+  /** The group of a child an open still in flight has spawned (a start or a reconnect), until that open settles. */
+  let openingPgid: number | undefined;
+  /** Disposed: a child spawned from here on is killed at once, since nothing would ever close it. */
+  let disposed = false;
   let lastStatus: EntryStatus | undefined;
   /** The era the last connection settled on. */
   let settledEra: 'legacy' | 'modern' | undefined;
@@ -176,7 +180,7 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
             open: async (signal) => {
               // A replacement starts only once the old process tree is gone (bounded).
               await settledWithin(retiring, entryArgs.shutdownStepMs * 2 + 1500);
-              return ServerConnection.open({
+              const opening = ServerConnection.open({
                 // The latest token (setAuthorization replaces `args`) for every reconnect.
                 config: args?.config ?? entryArgs.config,
                 shutdownStepMs: entryArgs.shutdownStepMs,
@@ -192,8 +196,13 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
                 readGate: throttle,
                 onSpawned: (pid) => {
                   pgid = pid;
+                  openingPgid = pid;
                   emitControl('spawned', { pid, pgid: pid });
+                  if (disposed) signalGroup(pid, 'SIGKILL');
                 },
+              });
+              return opening.finally(() => {
+                openingPgid = undefined;
               });
             },
             retire: (conn) => {
@@ -407,8 +416,15 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
   function dispose(reason: string): void {
     if (finished) return;
     finished = true;
+    disposed = true;
     settleAuthWaiters(false);
     settleRestart({ restarted: false, reason: 'superseded' });
+    // The machine stops now, not a turn later: a reconnect it has scheduled (the supervisor's kill
+    // of the tree is a loss to it) must not spawn a child after this. A child an open in flight has
+    // spawned already goes with the group, without graceful steps: the open's own teardown on abort
+    // would outlast a thread that ends next.
+    machine?.stop();
+    if (openingPgid !== undefined) signalGroup(openingPgid, 'SIGKILL');
     const conn = connection;
     connection = undefined;
     if (conn !== undefined) void conn.close().catch(() => undefined);

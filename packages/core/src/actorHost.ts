@@ -300,18 +300,22 @@ export class ActorHandle {
 
   /**
    * Force-ends the child's tree, then the connection: disposed on its thread, or the thread
-   * terminated when it was the last one there, or when the thread is blocked (nothing on it can
-   * answer; its other connections die with it). The tree goes first, while the thread still
-   * lives: its event loop reaps the child. A child killed after its thread died stays a zombie
-   * under the supervisor, because Node cannot reap a pid it has no handle for.
+   * terminated when it is blocked (nothing on it can answer; its other connections die with it).
+   * The tree goes first, while the thread still lives: its event loop reaps the child. A child
+   * killed after its thread died stays a zombie under the supervisor, because Node cannot reap a
+   * pid it has no handle for.
+   *
+   * The connection is disposed even when it is its thread's last: to its actor the kill is a loss,
+   * and a reconnect may spawn a child before a terminated thread stops, a child nobody would hear
+   * of. Disposing stops the actor's machine and kills such a child; its `spawned` reaches this
+   * handle before the port closes, so the second kill below covers it too.
    */
   async terminate(options: { blocked?: boolean } = {}): Promise<void> {
     this.#ending = true;
     this.#thread.updateRef();
     await this.killTree({ reap: !options.blocked });
     if (!this.alive) return;
-    const alone = [...this.#thread.connections].every((handle) => handle === this);
-    const id = options.blocked || alone ? undefined : await this.#opened;
+    const id = options.blocked ? undefined : await this.#opened;
     if (id === undefined) {
       await this.#thread.terminate();
       await this.exited;
@@ -324,6 +328,7 @@ export class ActorHandle {
     });
     const outcome = await Promise.race([this.exited, deadline]);
     clearTimeout(timer);
+    await this.killTree();
     // A thread that cannot dispose one connection in time is not healthy: it goes, with the rest.
     if (outcome === 'timeout') await this.#thread.terminate();
   }
