@@ -83,7 +83,12 @@ describe('server messages', () => {
     a.setServerRequestHandler(handler);
     b.setServerRequestHandler(handler);
     // B holds a call open (progress keeps it in flight ~100 ms) while A's tool asks for sampling.
-    const held = b.callTool('test_tool_with_progress', {}, { onProgress: () => undefined });
+    // A calls once B's call has reached the server (its first progress): the two views' ports are
+    // separate queues, so A's call sent right after B's may reach the actor first.
+    let started!: () => void;
+    const inFlight = new Promise<void>((resolve) => (started = resolve));
+    const held = b.callTool('test_tool_with_progress', {}, { onProgress: () => started() });
+    await inFlight;
     const sampled = await a.callTool('test_sampling', { prompt: 'x' }).then(
       (result) => ({ result }),
       (error: unknown) => ({ error }),
