@@ -23,10 +23,12 @@
 // the pool's kill → rejection of one in-flight `slow` call on the victim, both with nothing else
 // calling, alternating (a)/(b) kill by kill; (c) (a) again, but during one more kill run, each
 // bare child killed half-way between two victim kills: the kernel's teardown under the load the
-// target is measured in. The main thread's event-loop delay is sampled during every run and floor
-// kill.
+// target is measured in; (d) (a) with the child owned by a worker thread, as an actor owns its
+// server, its stdout's `end` relayed to this thread with one message: (b) less (d) is the pool's
+// own share. The main thread's event-loop delay is sampled during every run and floor kill.
 import { execFile, spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { fixtureConfig } from '../lib/procs.mjs';
 import { floor, fmt, fmtRange, fmtRatio, median, percentile, ratio, summarize, target } from '../lib/stats.mjs';
 
@@ -81,7 +83,7 @@ function loopDelay() {
  * `dispose()` kills it if it lives and waits for its `close` (reaped). A child that failed is
  * disposed already.
  */
-async function warmBareChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
+export async function warmBareChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
   const config = fixtureConfig(mark);
   const child = spawn(config.command, config.args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   const closed = new Promise((resolve) => child.once('close', resolve));
@@ -142,7 +144,7 @@ async function warmBareChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
     const end = await within(ended);
     return end === 'timeout' ? { pid: child.pid, error: 'no stdout end' } : { pid: child.pid, ms: round3(end - at) };
   };
-  return { pid: child.pid, kill, dispose };
+  return { pid: child.pid, kill, dispose, ended };
 }
 
 /** One floor kill of a bare child, nothing else of ours running: warmed, killed, reaped. */
@@ -153,6 +155,56 @@ async function bareChildKill(mark) {
     return await child.kill();
   } finally {
     await child.dispose();
+  }
+}
+
+/**
+ * One floor kill of a bare child owned by a worker thread (test/bench/lib/bareChildWorker.mjs):
+ * killed from here, timed until the thread's message that its stdout ended arrives here.
+ */
+async function relayedChildKill(mark) {
+  const worker = new Worker(new URL('../lib/bareChildWorker.mjs', import.meta.url), { workerData: { mark, timeoutMs: FLOOR_KILL_TIMEOUT_MS * 4 } });
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  const inbox = [];
+  let wake;
+  worker.on('message', (message) => {
+    inbox.push({ ...message, at: performance.now() });
+    wake?.();
+  });
+  worker.on('error', (error) => {
+    inbox.push({ error: `the worker failed: ${error?.message ?? error}` });
+    wake?.();
+  });
+  /** The next message with `key` (or an error), or undefined after `ms`. */
+  const next = async (key, ms) => {
+    const deadline = performance.now() + ms;
+    for (let i = 0; i < 1000; i++) {
+      const found = inbox.find((m) => key in m || m.error !== undefined);
+      if (found !== undefined) return found;
+      const left = deadline - performance.now();
+      if (left <= 0) return undefined;
+      let timer;
+      await new Promise((resolve) => {
+        wake = resolve;
+        timer = setTimeout(resolve, left);
+      });
+      clearTimeout(timer);
+    }
+    return undefined;
+  };
+  try {
+    const started = await next('pid', FLOOR_KILL_TIMEOUT_MS * 2);
+    if (started === undefined) return { error: 'the worker warmed no child in time' };
+    if (started.error !== undefined) return { error: started.error };
+    if (!(await livePidsWithMarker(mark)).includes(started.pid)) return { pid: started.pid, error: 'pid not found by its marker' };
+    const at = performance.now();
+    process.kill(started.pid, 'SIGKILL');
+    const relayed = await next('ended', FLOOR_KILL_TIMEOUT_MS);
+    return relayed?.ended === true ? { pid: started.pid, ms: round3(relayed.at - at) } : { pid: started.pid, error: 'no stdout end relayed' };
+  } finally {
+    worker.postMessage('dispose');
+    const outcome = await Promise.race([exited, sleep(FLOOR_KILL_TIMEOUT_MS).then(() => 'timeout')]);
+    if (outcome === 'timeout') await worker.terminate();
   }
 }
 
@@ -498,13 +550,16 @@ export async function crashScenario(spec) {
       return rejectedAt === undefined ? { pid: pids[0], error: `not rejected (${outcome})` } : { pid: pids[0], ms: round3(rejectedAt - at), key: outcome };
     };
 
-    const floors = { kills: spec.floorKills ?? 0, bare: [], pool: [] };
+    const floors = { kills: spec.floorKills ?? 0, bare: [], relayed: [], pool: [] };
+    const floorKinds = ['bare', 'relayed', 'pool'];
+    const floorKill = { bare: () => bareChildKill(`${spec.mark}-bare`), relayed: () => relayedChildKill(`${spec.mark}-relayed`), pool: poolKill };
     try {
       for (let i = 0; i < floors.kills; i++) {
-        // Alternate which goes first, so a burst of machine noise lands on both.
-        for (const kind of i % 2 === 0 ? ['bare', 'pool'] : ['pool', 'bare']) {
+        // The order rotates, so a burst of machine noise lands on every kind.
+        for (let k = 0; k < floorKinds.length; k++) {
+          const kind = floorKinds[(i + k) % floorKinds.length];
           const stop = loopDelay();
-          const one = kind === 'bare' ? await bareChildKill(`${spec.mark}-bare`) : await poolKill();
+          const one = await floorKill[kind]();
           floors[kind].push({ ...one, loopDelayMs: stop() });
           await sleep(SETTLE_MS);
         }
@@ -535,9 +590,10 @@ function floorSummary(floors) {
     const why = failed.length > 0 ? `; ${failed.length} failed: ${[...new Set(failed.map((x) => x.error))].join(', ')}` : '';
     return { p50, text: ms.length > 0 ? `${fmt(p50)} ms [${fmt(Math.min(...ms))}–${fmt(Math.max(...ms))}] (n ${ms.length}${why})` : `not measured${why}` };
   };
-  const delays = [...(floors?.bare ?? []), ...(floors?.pool ?? [])].map((x) => x.loopDelayMs).filter((d) => d?.n > 0);
+  const delays = [...(floors?.bare ?? []), ...(floors?.relayed ?? []), ...(floors?.pool ?? [])].map((x) => x.loopDelayMs).filter((d) => d?.n > 0);
   return {
     bare: of(floors?.bare),
+    relayed: of(floors?.relayed),
     pool: of(floors?.pool),
     loop: { text: loopText({ p50: median(delays.map((d) => d.p50)), p99: median(delays.map((d) => d.p99)) }) },
   };
@@ -670,6 +726,7 @@ export const crashSection = {
       ['kill → first successful victim call, p50 / max (reconnect time)', msStats(kills.map((k) => k.firstOkMs))],
       ['floor (a): kill → stdout `end` of a bare echo.mjs child (no pool, nothing else running), p50 [min–max]', floors.bare.text],
       ['floor (b): pool kill → rejection of one in-flight `slow` call, no other load, p50 [min–max]', floors.pool.text],
+      ['floor (d): kill → this thread hears of the stdout `end` of a bare echo.mjs child owned by a worker thread (one message), no other load, p50 [min–max]', floors.relayed.text],
       [`floor (c): kill → stdout \`end\` of a bare warmed echo.mjs child (outside the pool) during one more kill run, half-way between victim kills, p50 [min–max]`, loadedText],
       ['main thread event-loop delay p50 / p99 ms (median of runs): calm | victim idle | kill | floor kills', `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text}`],
       [
@@ -734,6 +791,10 @@ export const crashSection = {
         target('child killed → in-flight call rejected, p50 ≤ 10 ms', `${fmt(median(rejects.map((x) => x.ms)))} ms (${rejects.length} calls)`, rejects.length > 0 ? median(rejects.map((x) => x.ms)) <= 10 : undefined),
         floor('kernel: SIGKILL → stdout `end` of a warmed node child with a call in flight, no pool, no other load of ours', floors.bare.text),
         floor('pool: kill → rejection, one call in flight, no other load', `${floors.pool.text}${Number.isFinite(floors.pool.p50) && Number.isFinite(floors.bare.p50) ? ` (${fmtRatio(ratio(floors.pool.p50, floors.bare.p50))} the bare child)` : ''}`),
+        floor(
+          'a child owned by a worker thread: SIGKILL → the main thread hears of its stdout `end` (one message), no pool, no other load of ours',
+          `${floors.relayed.text}${Number.isFinite(floors.pool.p50) && Number.isFinite(floors.relayed.p50) ? `; the pool is ${fmtRatio(ratio(floors.pool.p50, floors.relayed.p50))} this (+${fmt(floors.pool.p50 - floors.relayed.p50)} ms)` : ''}`,
+        ),
         floor('kernel under this load: SIGKILL → stdout `end` of a warmed node child outside the pool, during a kill run', loadedText),
         floor(
           'main thread event-loop delay p50 / p99 during: calm | victim idle | kill | floor kills',
