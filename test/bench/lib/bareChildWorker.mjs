@@ -7,15 +7,15 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { warmBareChild } from '../sections/crash.mjs';
 
-const child = await warmBareChild(workerData.mark);
+const child = await warmBareChild(workerData.mark, workerData.slowMs);
 if (child.error !== undefined) {
   parentPort.postMessage({ error: child.error });
 } else {
   const disposed = new Promise((resolve) => parentPort.once('message', resolve));
   void child.ended.then(() => parentPort.postMessage({ ended: true }));
   parentPort.postMessage({ pid: child.pid });
-  // Bounded: a parent that never answers still gets its child ended within the kill timeout.
-  await Promise.race([disposed, new Promise((resolve) => setTimeout(resolve, workerData.timeoutMs).unref())]);
+  // Bounded: a parent that never answers still gets its child ended once its `slow` call would have.
+  await Promise.race([disposed, new Promise((resolve) => setTimeout(resolve, workerData.holdMs).unref())]);
   await child.dispose();
 }
 parentPort.close();

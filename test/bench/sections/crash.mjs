@@ -147,23 +147,15 @@ export async function warmBareChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
   return { pid: child.pid, kill, dispose, ended };
 }
 
-/** One floor kill of a bare child, nothing else of ours running: warmed, killed, reaped. */
-async function bareChildKill(mark) {
-  const child = await warmBareChild(mark);
-  if (child.error !== undefined) return child;
-  try {
-    return await child.kill();
-  } finally {
-    await child.dispose();
-  }
-}
-
 /**
- * One floor kill of a bare child owned by a worker thread (test/bench/lib/bareChildWorker.mjs):
- * killed from here, timed until the thread's message that its stdout ended arrives here.
+ * Floor (a)'s child owned by a worker thread (test/bench/lib/bareChildWorker.mjs), as an actor owns
+ * its server. Resolves like {@link warmBareChild}: `kill()` checks the pid's marker, SIGKILLs it
+ * from this thread and times until the thread's message that its stdout ended arrives here
+ * (`relayed: true` in its result); `dispose()` has the thread end and reap the child, and waits
+ * for the thread's exit (bounded, terminated past it).
  */
-async function relayedChildKill(mark) {
-  const worker = new Worker(new URL('../lib/bareChildWorker.mjs', import.meta.url), { workerData: { mark, timeoutMs: FLOOR_KILL_TIMEOUT_MS * 4 } });
+async function warmRelayedChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
+  const worker = new Worker(new URL('../lib/bareChildWorker.mjs', import.meta.url), { workerData: { mark, slowMs, holdMs: slowMs + FLOOR_KILL_TIMEOUT_MS } });
   const exited = new Promise((resolve) => worker.once('exit', resolve));
   const inbox = [];
   let wake;
@@ -192,19 +184,35 @@ async function relayedChildKill(mark) {
     }
     return undefined;
   };
-  try {
-    const started = await next('pid', FLOOR_KILL_TIMEOUT_MS * 2);
-    if (started === undefined) return { error: 'the worker warmed no child in time' };
-    if (started.error !== undefined) return { error: started.error };
-    if (!(await livePidsWithMarker(mark)).includes(started.pid)) return { pid: started.pid, error: 'pid not found by its marker' };
-    const at = performance.now();
-    process.kill(started.pid, 'SIGKILL');
-    const relayed = await next('ended', FLOOR_KILL_TIMEOUT_MS);
-    return relayed?.ended === true ? { pid: started.pid, ms: round3(relayed.at - at) } : { pid: started.pid, error: 'no stdout end relayed' };
-  } finally {
+  const dispose = async () => {
     worker.postMessage('dispose');
     const outcome = await Promise.race([exited, sleep(FLOOR_KILL_TIMEOUT_MS).then(() => 'timeout')]);
     if (outcome === 'timeout') await worker.terminate();
+  };
+  const started = await next('pid', FLOOR_KILL_TIMEOUT_MS * 2);
+  if (started?.pid === undefined) {
+    await dispose();
+    return { pid: undefined, error: started?.error ?? 'the worker warmed no child in time' };
+  }
+  const { pid } = started;
+  const kill = async () => {
+    if (!(await livePidsWithMarker(mark)).includes(pid)) return { pid, relayed: true, error: 'pid not found by its marker' };
+    const at = performance.now();
+    process.kill(pid, 'SIGKILL');
+    const relayed = await next('ended', FLOOR_KILL_TIMEOUT_MS);
+    return relayed?.ended === true ? { pid, relayed: true, ms: round3(relayed.at - at) } : { pid, relayed: true, error: 'no stdout end relayed' };
+  };
+  return { pid, kill, dispose };
+}
+
+/** One floor kill of a child warmed by `warm` (bare, or owned by a worker thread): warmed, killed, reaped. */
+async function floorChildKill(warm, mark) {
+  const child = await warm(mark);
+  if (child.error !== undefined) return child;
+  try {
+    return await child.kill();
+  } finally {
+    await child.dispose();
   }
 }
 
@@ -504,15 +512,16 @@ export async function crashScenario(spec) {
       notes.push(`stopped after ${runs.length} run(s): ${error?.message ?? error}`);
     }
     // The kernel's part under this load: one more kill run, and half-way between two victim kills
-    // a bare child (warmed before the run, outside the pool) is killed. A warmed server's teardown
-    // competes for the same two CPUs as everything else here, so under load it is not the quiet
-    // floor's few ms.
+    // a bare child (warmed before the run, outside the pool) is killed; every other one is owned by
+    // a worker thread, as for floor (d). A warmed server's teardown competes for the same two CPUs
+    // as everything else here, so under load it is not the quiet floor's few ms.
     let loaded;
     if ((spec.floorKills ?? 0) > 0 && runs.length > 0) {
       const bare = [];
       try {
         // One at a time: their start-up is not part of the run, and started together they would load it.
-        for (let i = 0; i < spec.floorKills; i++) bare.push(await warmBareChild(`${spec.mark}-loaded`, LOADED_SLOW_MS));
+        // Every other one is owned by a worker thread, as an actor owns its server (floor (d) under load).
+        for (let i = 0; i < spec.floorKills; i++) bare.push(await (i % 2 === 0 ? warmBareChild : warmRelayedChild)(`${spec.mark}-loaded`, LOADED_SLOW_MS));
         const usable = bare.filter((child) => child.error === undefined);
         await victimReady();
         await sleep(SETTLE_MS);
@@ -552,7 +561,7 @@ export async function crashScenario(spec) {
 
     const floors = { kills: spec.floorKills ?? 0, bare: [], relayed: [], pool: [] };
     const floorKinds = ['bare', 'relayed', 'pool'];
-    const floorKill = { bare: () => bareChildKill(`${spec.mark}-bare`), relayed: () => relayedChildKill(`${spec.mark}-relayed`), pool: poolKill };
+    const floorKill = { bare: () => floorChildKill(warmBareChild, `${spec.mark}-bare`), relayed: () => floorChildKill(warmRelayedChild, `${spec.mark}-relayed`), pool: poolKill };
     try {
       for (let i = 0; i < floors.kills; i++) {
         // The order rotates, so a burst of machine noise lands on every kind.
@@ -700,7 +709,9 @@ export const crashSection = {
       }),
     );
     const floors = floorSummary(r.floors);
-    const loaded = floorSummary({ bare: r.loaded?.bareKills ?? [], pool: [] }).bare;
+    const loadedKills = r.loaded?.bareKills ?? [];
+    const loaded = floorSummary({ bare: loadedKills.filter((kill) => !kill.relayed), pool: [] }).bare;
+    const loadedRelayed = floorSummary({ relayed: loadedKills.filter((kill) => kill.relayed), pool: [] }).relayed;
     const loadedPool = (r.loaded?.kills ?? []).flatMap((kill) => kill.inflightRejects).map((x) => x.ms);
     const loadedText = r.loaded === undefined ? 'not measured' : `${loaded.text}${r.loaded.warmErrors.length > 0 ? `; ${r.loaded.warmErrors.length} child(ren) not warmed: ${[...new Set(r.loaded.warmErrors)].join(', ')}` : ''}; the pool's rejections in the same run: ${msStats(loadedPool)}`;
 
@@ -728,6 +739,7 @@ export const crashSection = {
       ['floor (b): pool kill → rejection of one in-flight `slow` call, no other load, p50 [min–max]', floors.pool.text],
       ['floor (d): kill → this thread hears of the stdout `end` of a bare echo.mjs child owned by a worker thread (one message), no other load, p50 [min–max]', floors.relayed.text],
       [`floor (c): kill → stdout \`end\` of a bare warmed echo.mjs child (outside the pool) during one more kill run, half-way between victim kills, p50 [min–max]`, loadedText],
+      ['floor (d) under this load: the same, every other child owned by a worker thread (one message to this thread), p50 [min–max]', r.loaded === undefined ? 'not measured' : loadedRelayed.text],
       ['main thread event-loop delay p50 / p99 ms (median of runs): calm | victim idle | kill | floor kills', `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text}`],
       [
         `unaffected p50 / p99 µs by victim state at the call's start: down (kill → served again) | back (next ${BACK_WINDOW_MS} ms) | rest of the kill run`,
@@ -796,6 +808,10 @@ export const crashSection = {
           `${floors.relayed.text}${Number.isFinite(floors.pool.p50) && Number.isFinite(floors.relayed.p50) ? `; the pool is ${fmtRatio(ratio(floors.pool.p50, floors.relayed.p50))} this (+${fmt(floors.pool.p50 - floors.relayed.p50)} ms)` : ''}`,
         ),
         floor('kernel under this load: SIGKILL → stdout `end` of a warmed node child outside the pool, during a kill run', loadedText),
+        floor(
+          'a child owned by a worker thread, under this load: SIGKILL → the main thread hears of its stdout `end`, during the same run',
+          r.loaded === undefined ? 'not measured' : `${loadedRelayed.text}${Number.isFinite(loadedRelayed.p50) && loadedPool.length > 0 ? `; the pool's rejections ${fmtRatio(ratio(median(loadedPool), loadedRelayed.p50))} this` : ''}`,
+        ),
         floor(
           'main thread event-loop delay p50 / p99 during: calm | victim idle | kill | floor kills',
           `${MODES.map((mode) => loopText(loopByMode[mode])).join(' | ')} | ${floors.loop.text} ms`,
