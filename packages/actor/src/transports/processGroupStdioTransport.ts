@@ -124,8 +124,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   #closing: Promise<void> | undefined;
   #closeNotified = false;
   #lostNotified = false;
-  /** Lines sent this tick, written together at its end. */
-  #outgoing: string[] = [];
   /** Set while stdin's buffer is full: resolves when it drained. */
   #drained: Promise<void> | undefined;
   #delivering = false;
@@ -279,22 +277,11 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
     if (stdin === undefined || stdin === null || this.#exited || stdin.destroyed || stdin.writableEnded) {
       return Promise.reject(new TransportLostError('the server process is not running'));
     }
-    // The lines sent in one tick leave in one write, once this tick's promise jobs have run:
-    // requests sent together share one syscall, and a lone one waits for no turn of the loop.
-    if (this.#outgoing.push(JSON.stringify(message)) === 1) process.nextTick(this.#writeOutgoing);
-    // A full pipe holds new writes back until it drains: the caller's send waits with them.
-    return this.#drained ?? RESOLVED;
-  }
-
-  readonly #writeOutgoing = (): void => {
-    const lines = this.#outgoing;
-    this.#outgoing = [];
-    const stdin = this.#child?.stdin;
-    // A child gone meanwhile: its loss is reported by the end of its stdout or its exit.
-    if (stdin === undefined || stdin === null || stdin.destroyed || stdin.writableEnded) return;
-    const text = lines.length === 1 ? `${lines[0]}\n` : `${lines.join('\n')}\n`;
+    // Each line is written as it is sent, not joined with the rest of its tick: the server starts
+    // on a request while the actor is still reading the others of a batch, and under concurrency
+    // that overlap is worth more than the syscalls a joined write saves.
     // EPIPE and friends arrive as the stream's 'error' (the child is dying), handled at start.
-    if (!stdin.write(text) && this.#drained === undefined) {
+    if (!stdin.write(`${JSON.stringify(message)}\n`) && this.#drained === undefined) {
       // Never rejects: a stream that fails instead of draining is the child's loss, reported
       // (and every call in flight rejected) by the stream's own 'error' and the end of stdout.
       const clear = (): void => {
@@ -302,7 +289,9 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       };
       this.#drained = once(stdin, 'drain').then(clear, clear);
     }
-  };
+    // A full pipe holds new writes back until it drains: the caller's send waits with them.
+    return this.#drained ?? RESOLVED;
+  }
 
   /** Resolves when the child has exited (at once if it has), or after `ms`. */
   async waitForExit(ms: number): Promise<boolean> {
