@@ -193,6 +193,31 @@ async function treeFromView(view: PooledConnection, mark: string): Promise<numbe
   return [root, ...treeOf(root)];
 }
 
+describe('a held view after its actor died', () => {
+  it('takes calls as soon as it has the replacement\'s port, before the replacement\'s snapshot arrives', async () => {
+    const pool = newPool({ actorHost: { workerUrl: CRASHABLE } });
+    const mark = newMark('early-call');
+    const view = await pool.acquire('phoenix', fixtureConfig('echo.mjs', mark), 's1');
+    const oldPid = pidFromResult(await view.callTool('pid'));
+    const reconnected = new Promise<void>((resolve) => view.on('reconnected', () => resolve()));
+    crashes.postMessage({ serverName: 'phoenix', kind: 'throw', sentAt: Date.now() });
+    // The pool hands the view the replacement's port (its entryIndex moves on) a thread round trip
+    // before the replacement's snapshot reaches it; each turn of this loop is one of the main
+    // thread's, so the call below is sent inside that window.
+    const deadline = performance.now() + 60_000;
+    for (let i = 0; i < 10_000_000 && view.entryIndex === 0 && performance.now() < deadline; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(view.entryIndex).toBe(1);
+    expect(view.status).toBe('disconnected');
+    const answered = view.callTool('pid');
+    // It waits in the port behind the attach and is answered by the replacement's new server.
+    expect(pidFromResult(await answered)).not.toBe(oldPid);
+    await reconnected;
+    expect(view.status).toBe('connected');
+  });
+});
+
 describe('nothing is left behind', () => {
   const paths = {
     'release + drain': async (pool: McpTransportPool, view: PooledConnection) => {
