@@ -142,12 +142,6 @@ export class PooledConnection {
   #channel: RpcChannel;
   /** Set from the loss of the actor's port until the replacement's snapshot arrived. */
   #reattaching = false;
-  /**
-   * Set from the loss of the actor's port until the pool gives this view the replacement's: calls
-   * are refused only then. Once the port is there, a call waits in it behind the attach (a port
-   * queues what is posted before its other end listens), so it reaches the replacement.
-   */
-  #awaitingPort = false;
   readonly #onPortLost: PooledConnectionInit['onPortLost'];
   readonly #callTimeoutMs: number;
   /** The attributes of this view's spans and points that never change. */
@@ -214,7 +208,6 @@ export class PooledConnection {
     const old = this.#channel;
     this.#entryIndex = entryIndex;
     this.#channel = this.#open(port);
-    this.#awaitingPort = false;
     // Calls still waiting on the dead actor end now, as interrupted: their result is unknown.
     old.fail(new PoolError(ErrorCode.ACTOR_DIED, `the actor of ${this.serverName} died`));
   }
@@ -407,7 +400,10 @@ export class PooledConnection {
    */
   #send(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
     if (this.#releaseError) return Promise.reject(this.#releaseError);
-    if (this.#awaitingPort) {
+    // Refused only while the dead actor's port is all the view has. Once the pool handed it the
+    // replacement's, a call waits in that port behind the attach (a port queues what is posted
+    // before its other end listens), so it reaches the replacement.
+    if (this.#reattaching && this.#channel.closed) {
       return Promise.reject(new PoolError(ErrorCode.NOT_CONNECTED, `the actor of ${this.serverName} died; its replacement is starting, try again shortly`, { data: { serverName: this.serverName } }));
     }
     const timeoutMs = options.timeoutMs ?? this.#callTimeoutMs;
@@ -584,7 +580,6 @@ export class PooledConnection {
     if (this.#snapshot !== undefined && this.#onPortLost?.(this) === true) {
       // The pool brings the entry back and attaches this view to it.
       this.#reattaching = true;
-      this.#awaitingPort = true;
       this.#status = 'disconnected';
       this.#emit('disconnected', { type: 'disconnected', serverName: this.serverName, entryIndex: this.entryIndex, generation: this.generation, reason: 'actor_died' });
       return;
