@@ -21,11 +21,12 @@
 // the load runs: (a) kill → stdout `end` of an echo.mjs child spawned, warmed and called as the
 // pool does it, without the pool (the kernel's teardown and one read of the pipe's EOF), and (b)
 // the pool's kill → rejection of one in-flight `slow` call on the victim, both with nothing else
-// calling, alternating (a)/(b) kill by kill; (c) (a) again, but during one more kill run, each
-// bare child killed half-way between two victim kills: the kernel's teardown under the load the
-// target is measured in; (d) (a) with the child owned by a worker thread, as an actor owns its
-// server, its stdout's `end` relayed to this thread with one message: (b) less (d) is the pool's
-// own share. The main thread's event-loop delay is sampled during every run and floor kill.
+// calling, kill by kill in an order rotating with (d)'s; (c) (a) again, but during one more kill
+// run, each bare child killed half-way between two victim kills: the kernel's teardown under the
+// load the target is measured in, every other child owned by a worker thread as in (d); (d) (a)
+// with the child owned by a worker thread, as an actor owns its server, its stdout's `end` relayed
+// to this thread with one message: (b) less (d) is the pool's own share. The main thread's
+// event-loop delay is sampled during every run and floor kill.
 import { execFile, spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
