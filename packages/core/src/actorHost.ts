@@ -424,6 +424,11 @@ export class ActorHost {
     return count;
   }
 
+  /** Whether a spare thread is booted or booting. */
+  get hasSpare(): boolean {
+    return this.#spare?.alive === true;
+  }
+
   /** Starts the warm spare if none is ready and no thread has room for another connection. */
   prewarm(): void {
     if (this.#closed || !this.#warmSpare || this.#spare !== undefined || this.#withRoom() !== undefined) return;

@@ -281,6 +281,11 @@ export interface PoolSnapshot {
   liveActors: number;
   /** Live worker threads hosting those actors (several share one; the warm spare is not counted). */
   actorThreads: number;
+  /**
+   * Whether a spare thread is booted (or booting) for the next connection. One is kept while no
+   * thread has room for another connection, from the pool's start and after an entry's end.
+   */
+  spareThread: boolean;
   /** The hard cap on live actor threads (`maxActors`). */
   maxActors: number;
   /** Spawns one session may have under way at once (`maxParallelSpawnsPerSession`). */
@@ -787,6 +792,7 @@ export class McpTransportPool {
       budget: { ...this.#budget.cell(), bySharing },
       liveActors: this.#host.liveCount,
       actorThreads: this.#host.threadCount,
+      spareThread: this.#host.hasSpare,
       maxActors: this.#maxActors,
       maxParallelSpawnsPerSession: this.#maxParallelSpawns,
       heartbeat: { intervalMs: this.#heartbeatIntervalMs, timeoutMs: this.#heartbeatTimeoutMs, misses: this.#heartbeatMisses },
@@ -1337,6 +1343,10 @@ export class McpTransportPool {
     const done = teardown.catch(() => undefined).finally(() => {
       if (this.#retiring.get(entry.id) === done) this.#retiring.delete(entry.id);
       if (entry.handle.pgid !== undefined) this.#ledger?.remove(entry.handle.pgid);
+      // A thread whose last connection ended is not reused (nothing of a past connection may
+      // linger in a new one): when that leaves no thread with room, the next acquire gets a
+      // booted spare, as it would on a pool that had just started.
+      if (!this.#draining) this.#host.prewarm();
     });
     this.#retiring.set(entry.id, done);
     return done;

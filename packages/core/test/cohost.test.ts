@@ -105,6 +105,21 @@ describe('connections share actor threads', () => {
     await vi.waitFor(() => expect(pool.getSnapshot()).toMatchObject({ liveActors: 0, actorThreads: 0 }), { timeout: 15_000, interval: 20 });
   });
 
+  it('a spare thread is booted once the last entry ended, and the next acquire is placed on it', async () => {
+    const pool = newPool({ drainDelayMs: 50 });
+    const mark = newMark('cohost-spare');
+    const view = await pool.acquire('alpha', fixtureConfig('echo.mjs', mark), 's1');
+    // The thread has room for more: no spare is kept beside it.
+    expect(pool.getSnapshot()).toMatchObject({ liveActors: 1, actorThreads: 1, spareThread: false });
+    await view.release();
+    // Its thread ended with its last entry and is not reused; a spare takes its place.
+    await vi.waitFor(() => expect(pool.getSnapshot()).toMatchObject({ liveActors: 0, actorThreads: 0, spareThread: true }), { timeout: 15_000, interval: 20 });
+    const again = await pool.acquire('alpha', fixtureConfig('echo.mjs', mark), 's2');
+    expect(textOf(await again.callTool('echo', { text: 'on the spare' }))).toBe('on the spare');
+    // The spare became the entry's thread; a new thread would have left the spare in place.
+    expect(pool.getSnapshot()).toMatchObject({ liveActors: 1, actorThreads: 1, spareThread: false });
+  });
+
   it('a host whose entries shared a thread exits by itself once its pool drained: no thread, port or timer is left', async () => {
     const mark = newMark('cohost-exit');
     const dir = mkdtempSync(join(tmpdir(), 'mcpool-cohost-'));
