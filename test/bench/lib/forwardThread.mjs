@@ -7,7 +7,7 @@
 // lets this thread reap it and exit, and terminates the thread if it does not within a bound.
 import { spawn } from 'node:child_process';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { fixtureConfig } from './procs.mjs';
+import { fixtureConfig, onJsonLines } from './procs.mjs';
 
 const START_TIMEOUT_MS = 20_000;
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -27,25 +27,16 @@ function runForwarder(mark) {
   child.stdin.on('error', () => undefined);
   const write = (message) => child.stdin.write(`${JSON.stringify(message)}\n`);
   let started = false;
-  let pending = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk) => {
-    pending += chunk;
-    let newline;
-    while ((newline = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      const message = JSON.parse(line);
-      if (message.id === undefined) continue;
-      if (!started) {
-        // The answer to `initialize`: the session is set up as a client sets it up, then the thread forwards.
-        started = true;
-        write({ jsonrpc: '2.0', method: 'notifications/initialized' });
-        parentPort.postMessage({ ready: true });
-        continue;
-      }
-      parentPort.postMessage(message.error === undefined ? { id: message.id, result: message.result } : { id: message.id, error: message.error });
+  onJsonLines(child.stdout, (message) => {
+    if (message.id === undefined) return;
+    if (!started) {
+      // The answer to `initialize`: the session is set up as a client sets it up, then the thread forwards.
+      started = true;
+      write({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      parentPort.postMessage({ ready: true });
+      return;
     }
+    parentPort.postMessage(message.error === undefined ? { id: message.id, result: message.result } : { id: message.id, error: message.error });
   });
   parentPort.on('message', (message) => {
     if (message === 'close') {

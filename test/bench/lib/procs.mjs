@@ -20,6 +20,30 @@ export function fixtureConfig(mark, fixture = 'echo.mjs') {
   return { command: process.execPath, args: [FIXTURES + fixture, mark] };
 }
 
+/**
+ * Reads a child's stdout as newline-delimited JSON-RPC (the stdio transport's framing): each
+ * complete line parsed once and handed to `onMessage`; a line that is not JSON is skipped.
+ */
+export function onJsonLines(stdout, onMessage) {
+  let pending = '';
+  stdout.setEncoding('utf8');
+  stdout.on('data', (chunk) => {
+    pending += chunk;
+    let newline;
+    while ((newline = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      let message;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      onMessage(message);
+    }
+  });
+}
+
 /** One `ps` snapshot: [{pid, ppid, rss (KB), stat, args}]. */
 export function psSnapshot() {
   const out = execFileSync('ps', ['-A', '-o', 'pid=,ppid=,rss=,stat=,args='], { encoding: 'utf8', maxBuffer: 32 * 1024 * 1024 });

@@ -30,7 +30,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { fixtureConfig } from '../lib/procs.mjs';
+import { fixtureConfig, onJsonLines } from '../lib/procs.mjs';
 import { floor, fmt, fmtRange, fmtRatio, median, percentile, ratio, summarize, target } from '../lib/stats.mjs';
 
 const ENTRIES = 4;
@@ -103,23 +103,9 @@ export async function warmBareChild(mark, slowMs = FLOOR_SLOW_ARGS.ms) {
   // The ids answered so far, read line by line.
   const answered = new Set();
   const waiters = new Map();
-  let pending = '';
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk) => {
-    pending += chunk;
-    let newline;
-    while ((newline = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      let id;
-      try {
-        id = JSON.parse(line).id;
-      } catch {
-        continue;
-      }
-      answered.add(id);
-      waiters.get(id)?.();
-    }
+  onJsonLines(child.stdout, ({ id }) => {
+    answered.add(id);
+    waiters.get(id)?.();
   });
   const ended = new Promise((resolve) => child.stdout.once('end', () => resolve(performance.now())));
   const answer = (id) => (answered.has(id) ? Promise.resolve() : new Promise((resolve) => waiters.set(id, resolve)));
