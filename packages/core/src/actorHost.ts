@@ -432,7 +432,13 @@ export class ActorHost {
   /** Starts the warm spare if none is ready and no thread has room for another connection. */
   prewarm(): void {
     if (this.#closed || !this.#warmSpare || this.#spare !== undefined || this.#withRoom() !== undefined) return;
-    const spare = new ActorThread(this.#newWorker());
+    let spare: ActorThread;
+    try {
+      spare = new ActorThread(this.#newWorker());
+    } catch {
+      // A spare is a head start, never a failure of its own: the next create() tries again and reports it.
+      return;
+    }
     // An idle spare must not keep the process alive, and a spare that fails to boot (a bad
     // workerUrl) must not crash the host: the next create() boots a fresh worker and fails there.
     spare.worker.unref();
@@ -488,14 +494,58 @@ export class ActorHost {
     return best;
   }
 
+  /** A new actor thread; a thread Node refuses to create fails as `MCPOOL_ACTOR_DIED`. */
   #newWorker(): Worker {
-    return new Worker(this.#workerPath, { resourceLimits: this.#resourceLimits, stderr: false, stdout: false, execArgv: workerExecArgv() });
+    const create = (): Worker => new Worker(this.#workerPath, { resourceLimits: this.#resourceLimits, stderr: false, stdout: false, execArgv: workerExecArgv() });
+    try {
+      try {
+        return create();
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
+        // Some of the host's flags are not allowed in a worker on this Node: left out from now on.
+        refuseHostFlags((error as Error).message);
+        return create();
+      }
+    } catch (error) {
+      throw new PoolError(ErrorCode.ACTOR_DIED, `an actor thread could not be started: ${(error as Error).message}`, { cause: error as Error });
+    }
   }
 }
 
 /**
- * The host's node flags that make sense in an actor thread. Workers inherit `execArgv` by
- * default, and flags like `--input-type` or `--eval` make every worker fail to start.
+ * Host flags a worker was refused with on this Node. Which flags a worker takes depends on the
+ * Node version (V8 options such as `--trace-gc` or `--stack-trace-limit` never;
+ * `--experimental-strip-types` from Node 22.6), so they are learned from the first refusal
+ * rather than listed. `true`: the refusal named none of them, and no host flag is passed.
+ */
+const refusedHostFlags = new Set<string>();
+let hostFlagsRefused = false;
+
+/** Records what a worker's `ERR_WORKER_INVALID_EXEC_ARGV` names ("…flags: --a, --b=1"). */
+function refuseHostFlags(message: string): void {
+  const named = new Set(message.slice(message.lastIndexOf(': ') + 2).split(', '));
+  const refused = hostFlags().filter((flag) => named.has(flag));
+  if (refused.length === 0) hostFlagsRefused = true;
+  for (const flag of refused) refusedHostFlags.add(flag);
+}
+
+/** The host's node flags that make sense in an actor thread (see {@link workerExecArgv}). */
+function hostFlags(): string[] {
+  const kept: string[] = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!/^--(enable-source-maps|conditions|experimental-|no-warnings|no-deprecation|trace-|stack-trace-limit)/.test(arg)) continue;
+    // `--conditions node` comes as two arguments: kept as one entry, passed as two.
+    kept.push(arg === '--conditions' && i + 1 < args.length ? `${arg}=${args[++i]!}` : arg);
+  }
+  return kept;
+}
+
+/**
+ * The host's node flags that make sense in an actor thread, less those a worker was refused
+ * with. Workers inherit `execArgv` by default, and flags like `--input-type` or `--eval` make
+ * every worker fail to start.
  *
  * `MCPOOL_WORKER_CPU_PROF=<dir>` runs every actor thread created from then on under V8's CPU
  * profiler (`--cpu-prof --cpu-prof-dir=<dir>`), for finding where a call's time goes on the
@@ -506,13 +556,7 @@ function workerExecArgv(): string[] {
   const kept: string[] = [];
   const profileDir = process.env['MCPOOL_WORKER_CPU_PROF'];
   if (profileDir !== undefined && profileDir !== '') kept.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval=100');
-  const args = process.execArgv;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (!/^--(enable-source-maps|conditions|experimental-|no-warnings|no-deprecation|trace-|stack-trace-limit)/.test(arg)) continue;
-    kept.push(arg);
-    // `--conditions node` comes as two arguments: keep its value with it.
-    if (arg === '--conditions' && i + 1 < args.length) kept.push(args[++i]!);
-  }
+  if (hostFlagsRefused) return kept;
+  for (const flag of hostFlags()) if (!refusedHostFlags.has(flag)) kept.push(flag);
   return kept;
 }

@@ -1085,7 +1085,14 @@ export class McpTransportPool {
     const entryIndex = this.#nextEntryIndex.get(name) ?? 0;
     this.#nextEntryIndex.set(name, entryIndex + 1);
     const spawnTimeoutMs = this.#spawnTimeoutFor(config);
-    const handle = this.#host.create(this.#rootLogger?.child({ component: 'actor', server: name, entryIndex }));
+    let handle: ActorHandle;
+    try {
+      handle = this.#host.create(this.#rootLogger?.child({ component: 'actor', server: name, entryIndex }));
+    } catch (error) {
+      // No thread, no entry: the reservation goes back.
+      this.#budget.release();
+      throw error;
+    }
     const entry: PoolEntry = {
       id,
       serverName: name,

@@ -5,7 +5,8 @@
  * - the host's own logger gets every line, the actor threads' included; stderr gets nothing;
  * - constructing (and draining) a pool touches no disk, boots no thread and starts no timer;
  * - a host that releases and forgets `drainAll()` exits at once and leaves no server behind,
- *   one that ignores SIGTERM and stdin EOF included.
+ *   one that ignores SIGTERM and stdin EOF included;
+ * - a host started with node flags a worker thread refuses still gets its actor threads.
  * Processes carry a marker unique to the test and are counted by it.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -63,11 +64,11 @@ interface HostRun {
  * Runs `lines` as an ES module in a fresh node (from a file: worker threads inherit the host's
  * flags, and `--input-type` would break them). Killed at `deadlineMs`; the caller asserts.
  */
-async function runHost(lines: string[], options: { env?: NodeJS.ProcessEnv; deadlineMs?: number } = {}): Promise<HostRun> {
+async function runHost(lines: string[], options: { env?: NodeJS.ProcessEnv; deadlineMs?: number; nodeArgs?: string[] } = {}): Promise<HostRun> {
   const dir = tempDir('host');
   const script = join(dir, 'host.mjs');
   writeFileSync(script, [`import { McpTransportPool } from ${JSON.stringify(CORE)};`, ...lines].join('\n'));
-  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
   children.push(child);
   let stdout = '';
   let stderr = '';
@@ -279,6 +280,31 @@ describe('idle entries do not keep the host alive', () => {
     // drain grace, 30 s, is what a held host would wait).
     expect(exitMs).toBeLessThan(5000);
     // Both servers were SIGKILLed at the host's exit: none is left (waited for, bounded).
+    await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), WAIT);
+  });
+});
+
+describe("the host's node flags", () => {
+  it('a host started with flags a worker refuses (--trace-gc, --stack-trace-limit) still gets its actor threads', async () => {
+    const mark = newMark('hostflags');
+    const run = await runHost(
+      [
+        `const pool = new McpTransportPool({ shutdownStepMs: 500, actorHost: { connectionsPerThread: 1 } });`,
+        `const echo = await pool.acquire('echo', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'echo.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
+        `const result = await echo.callTool('echo', { text: 'flags' });`,
+        // One thread per entry: each thread after the first refusal starts without the refused flags.
+        `const other = await pool.acquire('other', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'echo.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
+        `await other.callTool('echo', { text: 'again' });`,
+        `process.stdout.write('result ' + JSON.stringify(result.content[0].text) + '\\n');`,
+        `await pool.drainAll();`,
+      ],
+      // --trace-gc and --stack-trace-limit are V8 options, which a worker refuses on every Node;
+      // --enable-source-maps and --no-deprecation are taken.
+      { nodeArgs: ['--enable-source-maps', '--trace-gc', '--stack-trace-limit=50', '--no-deprecation'] },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(tagged<string>(run, 'result')).toBe('flags');
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), WAIT);
   });
 });
