@@ -516,17 +516,19 @@ export class ActorHost {
  * Host flags a worker was refused with on this Node. Which flags a worker takes depends on the
  * Node version (V8 options such as `--trace-gc` or `--stack-trace-limit` never;
  * `--experimental-strip-types` from Node 22.6), so they are learned from the first refusal
- * rather than listed. `true`: the refusal named none of them, and no host flag is passed.
+ * rather than listed.
  */
 const refusedHostFlags = new Set<string>();
-let hostFlagsRefused = false;
 
-/** Records what a worker's `ERR_WORKER_INVALID_EXEC_ARGV` names ("…flags: --a, --b=1"). */
+/**
+ * Records what a worker's `ERR_WORKER_INVALID_EXEC_ARGV` names ("…flags: --a, --b=1"); a refusal
+ * that names none of the host's flags refuses them all.
+ */
 function refuseHostFlags(message: string): void {
   const named = new Set(message.slice(message.lastIndexOf(': ') + 2).split(', '));
-  const refused = hostFlags().filter((flag) => named.has(flag));
-  if (refused.length === 0) hostFlagsRefused = true;
-  for (const flag of refused) refusedHostFlags.add(flag);
+  const flags = hostFlags();
+  const refused = flags.filter((flag) => named.has(flag));
+  for (const flag of refused.length > 0 ? refused : flags) refusedHostFlags.add(flag);
 }
 
 /** The host's node flags that make sense in an actor thread (see {@link workerExecArgv}). */
@@ -536,7 +538,7 @@ function hostFlags(): string[] {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (!/^--(enable-source-maps|conditions|experimental-|no-warnings|no-deprecation|trace-|stack-trace-limit)/.test(arg)) continue;
-    // `--conditions node` comes as two arguments: kept as one entry, passed as two.
+    // `--conditions node` comes as two arguments: passed as one, `--conditions=node`, the form a refusal names.
     kept.push(arg === '--conditions' && i + 1 < args.length ? `${arg}=${args[++i]!}` : arg);
   }
   return kept;
@@ -556,7 +558,6 @@ function workerExecArgv(): string[] {
   const kept: string[] = [];
   const profileDir = process.env['MCPOOL_WORKER_CPU_PROF'];
   if (profileDir !== undefined && profileDir !== '') kept.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval=100');
-  if (hostFlagsRefused) return kept;
   for (const flag of hostFlags()) if (!refusedHostFlags.has(flag)) kept.push(flag);
   return kept;
 }
