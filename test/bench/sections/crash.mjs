@@ -1,7 +1,7 @@
 // Part 6: crash under load. 4 entries (echo.mjs, told apart by marker), 16 sessions each holding a
 // view of all 4 and calling `echo` on every view at once (64 lanes, each sequential). Each round
 // has three runs of the same length, their order rotating from round to round:
-//   calm   all 64 lanes call, nothing is killed (the issue's "run without kills");
+//   calm   all 64 lanes call, nothing is killed (the run without kills the target compares with);
 //   idle   the same, but the victim's 16 lanes do not call (48 lanes): a control with the load a
 //          kill run really has, since there the victim is down most of each second and its lanes
 //          wait for the reconnect;

@@ -56,7 +56,7 @@ export const librarySection = {
   part: 1,
   title: 'Library path: PooledConnection.callTool vs a direct SDK client (echo.mjs, tool echo)',
   async run(ctx) {
-    // A sequential round is `perRound` calls per path (the issue's 2,000). A concurrent round is
+    // A sequential round is `perRound` calls per path (2,000; quick 1,000). A concurrent round is
     // longer: throughput is a steady state, and at concurrency 16 a round of 2,000 calls lasts
     // ~60 ms, of which the first few hundred calls (after the path sat idle while the others ran)
     // run slower on every path, most on those with a thread in between. Rounds of 8,000 calls
