@@ -5,6 +5,10 @@
  * typed extra fields ({@link MCPCallInterruptedError}). Across a MessagePort an error travels as
  * {@link WireError} (`{code, message, data}`) and is rebuilt by {@link errorFromWire}, keyed on
  * `code`, so `instanceof` and `code` hold on both sides.
+ *
+ * `instanceof` also holds across copies of this package in one process (an IDE bundle may hold
+ * two): each class carries a brand registered with `Symbol.for` and answers `instanceof` by it,
+ * as undici's errors do (`Symbol.for('undici.error.UND_ERR')`), not by its prototype chain alone.
  */
 
 import { ErrorCode, isErrorCode } from './errorCodes.js';
@@ -16,6 +20,14 @@ export interface WireError {
   code: ErrorCode;
   message: string;
   data?: Record<string, unknown>;
+}
+
+/** The brands: `Symbol.for` gives every copy of this package the same symbol. */
+const kPoolError: unique symbol = Symbol.for('mcpool.error.MCPOOL');
+const kCallInterrupted: unique symbol = Symbol.for('mcpool.error.MCPOOL_CALL_INTERRUPTED');
+
+function hasBrand(value: unknown, brand: symbol): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
 }
 
 export interface PoolErrorOptions {
@@ -30,6 +42,19 @@ export interface PoolErrorOptions {
  * code and that class always go together, whoever raises it.
  */
 export class PoolError extends Error {
+  /**
+   * `instanceof PoolError` is true for a PoolError of any copy of this package. A subclass that
+   * declares no brand of its own is matched by its prototype chain, as usual.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return this === PoolError ? hasBrand(value, kPoolError) : Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+
+  /** @internal */
+  get [kPoolError](): true {
+    return true;
+  }
+
   override name = 'PoolError';
   readonly code: ErrorCode;
   readonly data: Record<string, unknown> | undefined;
@@ -65,6 +90,16 @@ export interface CallInterruptedData {
  * not have acted on it. The pool never replays it.
  */
 export class MCPCallInterruptedError extends PoolError {
+  /** True for an MCPCallInterruptedError of any copy of this package. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return this === MCPCallInterruptedError ? hasBrand(value, kCallInterrupted) : Function.prototype[Symbol.hasInstance].call(this, value);
+  }
+
+  /** @internal */
+  get [kCallInterrupted](): true {
+    return true;
+  }
+
   override name = 'MCPCallInterruptedError';
   readonly serverName: string;
   readonly entryIndex: number;
