@@ -36,6 +36,7 @@ export interface ConnectionLogger {
   debug(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
   isLevelEnabled(level: string): boolean;
 }
 
@@ -189,7 +190,7 @@ export class ServerConnection {
         // here, so an actor of a stdio server never loads the websocket library.
         const { WebSocketTransport } = await import('./transports/websocketTransport.js');
         const ws = new WebSocketTransport({ url: config.url!, headers: config.headers });
-        client = new UpstreamClient(ws, { cancelBy: 'notification' });
+        client = new UpstreamClient(ws, { cancelBy: 'notification', logger: options.logger });
         await client.start();
         opened = await settleEra(client, options, ws);
       } else {
@@ -493,7 +494,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       onSpawn: options.onSpawned,
       readGate: options.readGate,
     });
-    const client = new UpstreamClient(stdio, { cancelBy: 'notification' });
+    const client = new UpstreamClient(stdio, { cancelBy: 'notification', logger });
     track(client);
     await client.start();
     options.signal.throwIfAborted();
@@ -636,7 +637,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
   if (config.transport === 'http') {
     const { StreamableHttpTransport } = await import('./transports/streamableHttpTransport.js');
     const transport = new StreamableHttpTransport({ url, headers: config.headers, readGate: options.readGate });
-    const client = new UpstreamClient(transport, { cancelBy: 'notification' });
+    const client = new UpstreamClient(transport, { cancelBy: 'notification', logger });
     track(client);
     try {
       await client.start();
@@ -652,7 +653,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     }
   }
   const { LegacySseTransport } = await import('./transports/legacySseTransport.js');
-  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification' });
+  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification', logger });
   track(client);
   try {
     await client.start();

@@ -148,6 +148,8 @@ export interface UpstreamClientOptions {
    * transport closes that request's stream).
    */
   cancelBy: 'notification' | 'signal';
+  /** Where a close listener that throws is reported. @default silent */
+  logger?: { error(obj: object, msg?: string): void } | undefined;
 }
 
 export class UpstreamClient {
@@ -327,8 +329,9 @@ export class UpstreamClient {
     for (const listener of [...this.#closeListeners]) {
       try {
         listener(this.#lastError);
-      } catch {
-        // one listener's failure must not stop the others
+      } catch (error) {
+        // One listener's failure must not stop the others, and is never silent: it is a bug.
+        this.#options.logger?.error({ err: error }, 'a close listener of the upstream client threw');
       }
     }
     this.#closeListeners.clear();

@@ -164,8 +164,9 @@ export class ActorHandle {
         for (const listener of this.#listeners) {
           try {
             listener(ev, data);
-          } catch {
-            // one listener's failure must not stop the others
+          } catch (error) {
+            // One listener's failure must not stop the others, and is never silent: it is a bug.
+            log.error({ err: error, event: ev }, 'an actor event listener threw');
           }
         }
       },

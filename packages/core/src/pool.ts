@@ -1219,6 +1219,7 @@ export class McpTransportPool {
       transport: entry.config.transport,
       url: entry.config.url ?? entry.config.httpUrl,
       onRelease: (released) => this.#releaseView(released),
+      logger: this.#logger,
       // The view may move to a replacement entry: outcomes count for the one it is on now.
       onCallOutcome: (outcome) => {
         const current = this.#viewEntry.get(view);

@@ -15,6 +15,7 @@ import {
   type CallEvent,
   type ConnectionId,
   type EntryEvent,
+  type Logger,
   type ProgressInfo,
   type PromptInfo,
   type ResourceInfo,
@@ -26,6 +27,7 @@ import {
   type ViewEvents,
   type ViewRequestArgs,
 } from '@mcpool/protocol';
+import { SILENT_LOGGER } from './logging.js';
 import { SessionFilter, type SessionFields } from './sessionFilter.js';
 import { peerAttributes, startClientCall } from './telemetry.js';
 
@@ -126,6 +128,8 @@ export interface PooledConnectionInit {
    * `disconnected`), false when the entry is gone for good (the view fails).
    */
   onPortLost?: (view: PooledConnection) => boolean;
+  /** Where a listener that throws is reported (the host's logger). @default silent */
+  logger?: Logger | undefined;
 }
 
 export class PooledConnection {
@@ -148,6 +152,7 @@ export class PooledConnection {
   readonly #peer: Attributes;
   readonly #onRelease: PooledConnectionInit['onRelease'];
   readonly #onCallOutcome: PooledConnectionInit['onCallOutcome'];
+  readonly #logger: Logger;
   readonly #listeners = new Map<PooledConnectionEvent, Set<(event: never) => void>>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
@@ -167,6 +172,7 @@ export class PooledConnection {
     this.#peer = peerAttributes(init.serverName, init.transport, init.url);
     this.#onRelease = init.onRelease;
     this.#onCallOutcome = init.onCallOutcome;
+    this.#logger = init.logger ?? SILENT_LOGGER;
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#resolveReady = resolve;
       this.#rejectReady = reject;
@@ -504,8 +510,9 @@ export class PooledConnection {
     for (const listener of [...set]) {
       try {
         (listener as (payload: PooledConnectionEvents[E]) => void)(payload);
-      } catch {
-        // one listener's failure must not stop the others
+      } catch (error) {
+        // One listener's failure must not stop the others, and is never silent: it is the host's bug to see.
+        this.#logger.error({ err: error, server: this.serverName, event }, 'a view event listener threw');
       }
     }
   }
