@@ -116,7 +116,7 @@ describe('client commands', () => {
 
   it('sessions lists the sessions', async () => {
     expect((await run(['sessions'])).out).toBe('(no sessions)');
-    const session = await running.daemon.createSession({ id: 'operator', rights: new Set(['read', 'write']) }, { label: 'cli' });
+    const session = await running.daemon.sessions.create({ id: 'operator', rights: new Set(['read', 'write']) }, { label: 'cli' });
     const { out } = await run(['sessions']);
     expect(out).toContain(session.id);
     expect(out).toMatch(/operator\s+\S+\s+cli\s+echo#0, web \(failed\)/);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { Daemon, SecretRedactor, buildApp, createLogger, loadConfig, type ConfigSource, type DaemonOptions, type LoadedConfig } from 'mcpool';
+import { Daemon, SecretRedactor, buildApp, createLogger, loadConfig, type ConfigSource, type DaemonClock, type DaemonOptions, type LoadedConfig } from 'mcpool';
 import { killMarked } from '../../../test/helpers/processes.js';
 
 export interface Harness {
@@ -48,6 +48,8 @@ export interface HarnessOptions {
   poolOptions?: DaemonOptions['poolOptions'];
   /** Run the OAuth client of remote servers, its grants under the state directory. @default false */
   oauth?: boolean;
+  /** The daemon's clock (tests of idle rules move it). @default the system clock */
+  clock?: DaemonClock;
 }
 
 export async function harness(doc: unknown, options: HarnessOptions = {}): Promise<Harness> {
@@ -62,7 +64,7 @@ export async function harness(doc: unknown, options: HarnessOptions = {}): Promi
   const redactor = new SecretRedactor();
   const logger = createLogger({ level: options.logLevel ?? 'warn', destination: memoryDestination(logs), redactor });
   const token = `operator-${randomUUID()}`;
-  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}) });
+  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}), ...(options.clock === undefined ? {} : { clock: options.clock }) });
   const app = await buildApp({ daemon, logger, redactor });
   if (options.start !== false) await daemon.start();
   return {

@@ -174,7 +174,7 @@ describe('security on every route', () => {
   it('refuses a stdio injection without the write right in the daemon itself too, before anything starts', async () => {
     const injectMark = marker('routes-inject');
     const reader = { id: 'viewer', rights: new Set(['read'] as const) };
-    await expect(h.daemon.createSession(reader, { mcpServers: { x: fixtureConfig('echo.mjs', injectMark) } })).rejects.toMatchObject({ code: 'MCPOOL_FORBIDDEN' });
+    await expect(h.daemon.sessions.create(reader, { mcpServers: { x: fixtureConfig('echo.mjs', injectMark) } })).rejects.toMatchObject({ code: 'MCPOOL_FORBIDDEN' });
     expect(pidsWithMarker(injectMark)).toEqual([]);
     expect((await h.request({ method: 'HEAD', url: '/workspace/mcp' })).statusCode).toBe(404);
   });

@@ -29,7 +29,7 @@ describe('Daemon.shutdown', () => {
     const drain = pool.drainAll.bind(pool);
     vi.spyOn(pool, 'releaseSession').mockImplementation((id) => {
       // The call must have ended before any session is released.
-      order.push(`release ${id === WARM_SESSION_ID ? 'warm' : 'session'} (calls in flight: ${started.daemon.inFlightCalls})`);
+      order.push(`release ${id === WARM_SESSION_ID ? 'warm' : 'session'} (calls in flight: ${started.daemon.sessions.inFlightCalls})`);
       return release(id);
     });
     vi.spyOn(pool, 'drainAll').mockImplementation((options) => {
@@ -40,7 +40,7 @@ describe('Daemon.shutdown', () => {
     const session = (await started.request({ method: 'POST', url: '/sessions', payload: {} })).json<SessionInfo>();
     // 1. A slow call is in flight.
     const call = started.request({ method: 'POST', url: `/sessions/${session.id}/tools/call`, payload: { server: 'echo', name: 'slow', arguments: { ms: 20_000 } } });
-    await vi.waitFor(() => expect(started.daemon.inFlightCalls).toBe(1), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(started.daemon.sessions.inFlightCalls).toBe(1), { timeout: 5000, interval: 10 });
 
     // 2. Shut down.
     const result = await started.daemon.shutdown('test');
@@ -53,7 +53,7 @@ describe('Daemon.shutdown', () => {
     expect((await started.request({ method: 'POST', url: '/sessions', payload: {} })).json()).toMatchObject({ statusCode: 503, code: 'MCPOOL_SHUTTING_DOWN' });
     expect((await started.request({ method: 'POST', url: '/workspace/mcp/echo/restart' })).statusCode).toBe(503);
     expect((await started.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).statusCode).toBe(503);
-    expect(started.daemon.listSessions()).toEqual([]);
+    expect(started.daemon.sessions.list()).toEqual([]);
     await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 5000, interval: 50 });
     // Idempotent.
     expect(await started.daemon.shutdown('again')).toBe(result);

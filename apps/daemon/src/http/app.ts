@@ -155,9 +155,9 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       errors: [400, 409, 413, 415, 429, 503],
       handler: async (request, reply) => {
         const servers = (request.body as { mcpServers?: unknown } | null | undefined)?.mcpServers;
-        if (typeof servers === 'object' && servers !== null) daemon.assertInjectionSize(Object.keys(servers).length);
+        if (typeof servers === 'object' && servers !== null) daemon.sessions.assertInjectionSize(Object.keys(servers).length);
         const body = parseInput(createSessionBody, request.body ?? {}, 'body');
-        const info = await daemon.createSession(principal(request), body);
+        const info = await daemon.sessions.create(principal(request), body);
         return reply.code(201).send(info);
       },
     },
@@ -167,7 +167,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       summary: 'List the sessions',
       right: 'read',
       responses: { 200: { description: 'The sessions', schema: sessionListSchema } },
-      handler: () => ({ sessions: daemon.listSessions() }),
+      handler: () => ({ sessions: daemon.sessions.list() }),
     },
     {
       method: 'GET',
@@ -176,7 +176,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       right: 'read',
       responses: { 200: { description: 'The session', schema: sessionInfoSchema } },
       errors: [404],
-      handler: (request) => daemon.getSession((request.params as { id: string }).id),
+      handler: (request) => daemon.sessions.get((request.params as { id: string }).id),
     },
     {
       method: 'DELETE',
@@ -186,7 +186,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       responses: { 204: { description: 'Closed' } },
       errors: [404],
       handler: async (request, reply) => {
-        await daemon.deleteSession(principal(request), (request.params as { id: string }).id);
+        await daemon.sessions.delete(principal(request), (request.params as { id: string }).id);
         return reply.code(204).send();
       },
     },
@@ -198,7 +198,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
       body: toolCallBody,
       responses: { 200: { description: 'The MCP result as the server sent it', schema: toolCallResponseSchema } },
       errors: [400, 404, 413, 415, 502, 503, 504],
-      handler: (request) => daemon.callTool(principal(request), (request.params as { id: string }).id, parseInput(toolCallBody, request.body ?? {}, 'body'), request.headers),
+      handler: (request) => daemon.sessions.callTool(principal(request), (request.params as { id: string }).id, parseInput(toolCallBody, request.body ?? {}, 'body'), request.headers),
     },
     ...observeRoutes(daemon, mcpSessions),
     {

@@ -80,7 +80,7 @@ export interface McpSessionsAccess {
 }
 
 export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySessionInfo[]): WorkspaceSessions {
-  const rest = daemon.listSessionActivity().map((session) => ({
+  const rest = daemon.sessions.listActivity().map((session) => ({
     kind: 'rest' as const,
     id: session.id,
     clientId: session.clientId,
@@ -124,7 +124,7 @@ export function observeRoutes(daemon: Daemon, mcp: McpSessionsAccess): ObserveRo
       handler: async (request, reply) => {
         const { id } = request.params as { id: string };
         const principal = request.principal!;
-        if (daemon.hasSession(principal, id)) await daemon.deleteSession(principal, id);
+        if (daemon.sessions.has(principal, id)) await daemon.sessions.delete(principal, id);
         else if (!(await mcp.close(principal, id))) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
         return reply.code(204).send();
       },

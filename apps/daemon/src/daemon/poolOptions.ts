@@ -1,0 +1,75 @@
+/**
+ * The pool a daemon runs: its options from the daemon's settings. A daemon owns its machine's
+ * servers, so it reaps what a crashed run of it left; its default sharing follows the server's era;
+ * its actor threads' heaps are bounded.
+ */
+import type { Logger } from 'pino';
+import type { McpTransportPoolOptions, PoolEvent, SharingDefaultInfo, SharingPolicy, UpstreamCredentials } from '@mcpool/core';
+import type { DaemonSettings } from '../config/daemonConfig.js';
+
+/**
+ * V8 limits of the daemon's actor threads. The old generation keeps the pool's default bound.
+ * The young generation is held at two 1 MB semi-spaces (3 MB in V8's accounting): by default
+ * each thread grows it to 32 MB under a burst of calls and keeps the pages, while what a relayed
+ * call leaves alive there is a few KB. The main thread gets the same bound from the serve
+ * process's heap watch.
+ */
+export const ACTOR_RESOURCE_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 3 } as const;
+
+export interface DaemonPoolWiring {
+  logger: Logger;
+  onEvent: (event: PoolEvent) => void;
+  /** The OAuth client of remote servers, when the daemon runs one. */
+  credentials?: UpstreamCredentials | undefined;
+  /** Where the pool keeps its ledger of owned process groups; `false`: no ledger, no reap. @default the pool's default */
+  groupLedgerDir?: string | false | undefined;
+  /** Extra pool options, over the settings' (tests shorten timings). */
+  overrides?: Partial<McpTransportPoolOptions> | undefined;
+}
+
+export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoolWiring): McpTransportPoolOptions {
+  return {
+    ...(wiring.credentials === undefined ? {} : { credentials: wiring.credentials }),
+    shutdownStepMs: shutdownStepFor(s.shutdownTimeoutMs),
+    drainDelayMs: s.drainDelayMs,
+    maxIdleMs: s.maxIdleMs,
+    budget: { clientBudget: s.budget.clientBudget, mode: s.budget.mode },
+    pooledTransports: s.pooledTransports,
+    ...(s.spawnTimeoutMs === undefined ? {} : { spawnTimeoutMs: s.spawnTimeoutMs }),
+    callTimeoutMs: s.callTimeoutMs,
+    maxActors: s.maxActors,
+    maxParallelSpawnsPerSession: s.maxParallelSpawns,
+    heartbeatIntervalMs: s.actorHeartbeat.intervalMs,
+    heartbeatTimeoutMs: s.actorHeartbeat.timeoutMs,
+    heartbeatMisses: s.actorHeartbeat.misses,
+    logger: wiring.logger,
+    onEvent: wiring.onEvent,
+    defaultSharing: daemonDefaultSharing,
+    // A daemon owns its machine's servers: it ends what a crashed run of it left.
+    reapLeftovers: wiring.groupLedgerDir !== false,
+    ...(wiring.groupLedgerDir === undefined ? {} : { stateDir: wiring.groupLedgerDir }),
+    actorHost: { resourceLimits: ACTOR_RESOURCE_LIMITS },
+    ...wiring.overrides,
+  };
+}
+
+/**
+ * The daemon's policy for a server whose config sets no `sharing`: a modern-era (2026-07-28)
+ * server keeps no conversation state in its process, so its clients share it; a legacy one may
+ * (a stdio process's lifetime is often its session), so each client gets its own. An era not
+ * known yet is treated as legacy: sharing by mistake leaks one client's state to another, not
+ * sharing costs a process.
+ */
+export function daemonDefaultSharing(info: SharingDefaultInfo): SharingPolicy {
+  return info.fingerprintEra === 'modern' ? 'shared' : 'per-principal';
+}
+
+/**
+ * The budget of each graceful step of a child's stop (stdin end, then SIGTERM) so that both, the
+ * SIGKILL after them and the process-tree sweep fit in the shutdown deadline: 2 s (the MCP
+ * SDK's own) when there is room, less for a short deadline.
+ */
+export function shutdownStepFor(shutdownTimeoutMs: number): number {
+  return Math.max(50, Math.min(2000, Math.floor((shutdownTimeoutMs - 3000) / 2)));
+}
+

@@ -1,0 +1,142 @@
+/**
+ * The warm hold: one pool session (`mcpool:warm`) that acquires every configured server, so the
+ * servers are up before any client asks and stay up with no client session (`keepWarm`). With
+ * `keepWarm: false` each server is still started once (then released), so readiness can be
+ * reached. The hold follows the config across reloads and goes back onto an entry the pool
+ * brought back after its actor died or after a restart.
+ */
+import type { Logger } from 'pino';
+import type { McpTransportPool, PooledConnection } from '@mcpool/core';
+import type { DaemonEventPayload, ReadyResponse } from '@mcpool/client';
+import { OPERATOR_ID } from '../auth.js';
+import type { DaemonMetrics } from '../metrics.js';
+import type { ConfigState } from './configState.js';
+import { isSpawnFailure, plainError, type PlainError } from './failures.js';
+import { readiness, type WarmState } from './readiness.js';
+
+/** The pool session that keeps configured servers warm. Not a daemon session: never listed. */
+export const WARM_SESSION_ID = 'mcpool:warm';
+
+export interface WarmHoldOptions {
+  pool: McpTransportPool;
+  config: ConfigState;
+  logger: Logger;
+  metrics: DaemonMetrics;
+  publish: (payload: DaemonEventPayload) => void;
+  /** True once the daemon is shutting down: nothing is acquired any more. */
+  closing: () => boolean;
+}
+
+export class WarmHold {
+  readonly #pool: McpTransportPool;
+  readonly #config: ConfigState;
+  readonly #logger: Logger;
+  readonly #metrics: DaemonMetrics;
+  readonly #publish: (payload: DaemonEventPayload) => void;
+  readonly #closing: () => boolean;
+  readonly #views = new Map<string, PooledConnection>();
+  readonly #errors = new Map<string, PlainError>();
+  /** Per configured server, its warm start: readiness follows the current config, reloads included. */
+  readonly #state = new Map<string, WarmState>();
+  #begun = false;
+
+  constructor(options: WarmHoldOptions) {
+    this.#pool = options.pool;
+    this.#config = options.config;
+    this.#logger = options.logger;
+    this.#metrics = options.metrics;
+    this.#publish = options.publish;
+    this.#closing = options.closing;
+  }
+
+  /** Readiness of the current config (see `readiness.ts`). */
+  readiness(): ReadyResponse {
+    return readiness(Object.keys(this.#config.config.servers), (name) => this.#state.get(name), this.#begun);
+  }
+
+  /** Why the last warm start of `name` failed, while it stands. */
+  lastError(name: string): PlainError | undefined {
+    return this.#errors.get(name);
+  }
+
+  /** The entry the hold is on, if any. */
+  entryIndexOf(name: string): number | undefined {
+    return this.#views.get(name)?.entryIndex;
+  }
+
+  /** Warms every configured server; resolves when all have settled (a failed start is logged, not thrown). */
+  async warmAll(): Promise<void> {
+    const names = Object.keys(this.#config.config.servers);
+    for (const name of names) this.#state.set(name, 'starting');
+    this.#begun = true;
+    if (names.length === 0) this.#logger.info('no servers configured');
+    await Promise.all(names.map((name) => this.warmAndCount(name)));
+  }
+
+  /** Warms one server and says where the warm-up of the current config stands ("N/M servers ready"). */
+  async warmAndCount(name: string): Promise<void> {
+    this.#state.set(name, 'starting');
+    await this.warmOne(name);
+    if (this.#closing()) return;
+    const { ready, failed, total } = this.readiness().servers;
+    this.#logger.info({ ready, failed, total }, `${ready}/${total} servers ready${failed > 0 ? ` (${failed} failed)` : ''}`);
+    this.#publish({ type: 'servers_progress', ready, failed, total });
+  }
+
+  /** Takes the hold off `name` (a reload changed or removed it). */
+  async drop(name: string): Promise<void> {
+    const view = this.#views.get(name);
+    this.#views.delete(name);
+    this.#errors.delete(name);
+    this.#state.delete(name);
+    await view?.release();
+  }
+
+  /** True when the hold on `name` is a live view (not failed with its entry, not released). */
+  held(name: string): boolean {
+    const view = this.#views.get(name);
+    return view !== undefined && view.status !== 'failed' && view.status !== 'released';
+  }
+
+  /** Puts the hold of a configured server back after its entry died or was restarted (keepWarm only). */
+  async rewarm(name: string): Promise<void> {
+    if (!this.#config.settings.keepWarm || this.#closing() || this.#config.server(name) === undefined) return;
+    // Let the failure settle in the views first (their ports close after the pool's event).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.held(name)) return;
+    this.#views.delete(name);
+    if (await this.warmOne(name)) this.#logger.info({ server: name, entryIndex: this.#views.get(name)?.entryIndex }, `${name}: warm hold restored`);
+  }
+
+  /** Acquires `name`'s current config under the warm session; false when it fails (the entry watcher logged why). */
+  async warmOne(name: string): Promise<boolean> {
+    const config = this.#config.server(name);
+    if (config === undefined || this.#closing()) return false;
+    const keepWarm = this.#config.settings.keepWarm;
+    try {
+      // The warm hold makes no calls, so it may share the operator's process of a per-principal server.
+      const view = await this.#pool.acquire(name, config, WARM_SESSION_ID, { principal: OPERATOR_ID });
+      const previous = this.#views.get(name);
+      this.#errors.delete(name);
+      if (keepWarm) this.#views.set(name, view);
+      if (previous !== undefined && previous !== view) await previous.release();
+      if (!keepWarm) await view.release();
+      if (this.#config.server(name) === config) this.#state.set(name, 'ready');
+      return true;
+    } catch (error) {
+      if (this.#closing()) return false;
+      const wire = plainError(error);
+      this.#errors.set(name, wire);
+      if (this.#config.server(name) === config) this.#state.set(name, 'failed');
+      this.#metrics.failures.inc({ server: name, kind: 'spawn' });
+      // A failed spawn has its one log line from the entry watcher (with the server's stderr).
+      (isSpawnFailure(wire.code) ? this.#logger.debug : this.#logger.warn).call(this.#logger, { server: name, code: wire.code, error: wire.message }, `${name} failed to start`);
+      return false;
+    }
+  }
+
+  /** Forgets the views (the daemon released the warm session with every other at shutdown). */
+  clear(): void {
+    this.#views.clear();
+  }
+}

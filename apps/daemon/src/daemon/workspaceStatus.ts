@@ -1,0 +1,76 @@
+/**
+ * `GET /workspace/mcp`: the pool's snapshot seen through the config. Every configured server is
+ * listed, running or not, with the error of its last failed start while it stands; every running
+ * one too, configured or injected. It never holds a fingerprint, an env value or a header.
+ */
+import type { PoolSnapshot } from '@mcpool/core';
+import type { WorkspaceMcpServer, WorkspaceMcpStatus } from '@mcpool/client';
+import type { DaemonSettings, LoadedConfig } from '../config/daemonConfig.js';
+import type { PlainError } from './failures.js';
+
+export interface WorkspaceFigures {
+  snapshot: PoolSnapshot;
+  config: Readonly<LoadedConfig>;
+  settings: Readonly<DaemonSettings>;
+  /** Why the warm start of a server failed, while it stands. */
+  warmError: (name: string) => PlainError | undefined;
+  ready: boolean;
+  restSessions: number;
+  mcpSessions: number;
+  injectedServers: number;
+}
+
+export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
+  const { snapshot, settings } = figures;
+  const configured = figures.config.servers;
+  const names = [...new Set([...Object.keys(configured), ...Object.keys(snapshot.servers)])].sort();
+  const servers = names.map((name): WorkspaceMcpServer => {
+    const live = snapshot.servers[name];
+    const config = configured[name];
+    const backoff = live?.spawnBackoff;
+    const lastError = figures.warmError(name) ?? (backoff === undefined ? undefined : { code: backoff.lastError.code, message: backoff.lastError.message });
+    const common = {
+      kind: 'mcp_server' as const,
+      name,
+      configured: config !== undefined,
+      ...(config ? { transport: config.transport } : {}),
+      ...(lastError ? { lastError: { ...lastError } } : {}),
+      ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
+    };
+    if (live === undefined) return { ...common, status: lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
+    return {
+      ...common,
+      status: live.status,
+      ...(live.status === 'auth_required' ? { errorKind: 'auth_required' as const } : {}),
+      mcpStatus: live.mcpStatus === 'CONNECTED' ? 'connected' : live.mcpStatus === 'CONNECTING' ? 'connecting' : 'disconnected',
+      entryCount: live.entryCount,
+      entrySummary: live.entrySummary.map((entry) => ({
+        entryIndex: entry.entryIndex,
+        refs: entry.refs,
+        status: entry.status,
+        sharing: entry.sharing,
+        ...(entry.ownerLabel === undefined ? {} : { ownerLabel: entry.ownerLabel }),
+        ...(entry.era === undefined ? {} : { era: entry.era }),
+        ...(entry.health === undefined ? {} : { health: entry.health }),
+        ...(entry.throttled === undefined ? {} : { throttled: entry.throttled }),
+      })),
+    };
+  });
+  const b = snapshot.budget;
+  return {
+    initialized: true,
+    ready: figures.ready,
+    servers,
+    budget: { kind: 'mcp_budget', scope: 'workspace', liveCount: b.liveCount, clientBudget: b.clientBudget, budgetMode: b.budgetMode, status: b.status, bySharing: { ...b.bySharing } },
+    sessions: figures.restSessions,
+    limits: {
+      actors: { live: snapshot.liveActors, max: snapshot.maxActors },
+      // What the pool runs with (its own options), not what the config asked for.
+      parallelSpawns: { perSession: snapshot.maxParallelSpawnsPerSession },
+      actorHeartbeat: { ...snapshot.heartbeat },
+      mcpSessions: { open: figures.mcpSessions, max: settings.mcpMaxSessions, perClient: settings.mcpMaxSessionsPerClient },
+      sessions: { open: figures.restSessions, perClient: settings.maxSessionsPerClient },
+      injectedServers: { live: figures.injectedServers, perRequest: settings.maxInjectedServersPerRequest, perClient: settings.maxInjectedServersPerClient },
+    },
+  };
+}
