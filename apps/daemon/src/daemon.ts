@@ -95,7 +95,7 @@ export class Daemon {
 
   constructor(options: DaemonOptions) {
     this.#logger = options.logger;
-    this.events = new EventHub();
+    this.events = new EventHub(undefined, this.#logger);
     this.#redactor = options.redactor;
     this.#reloadConfig = options.reloadConfig;
     this.version = options.version ?? '0.0.0';

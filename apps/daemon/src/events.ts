@@ -16,16 +16,26 @@ export interface StoredEvent {
 
 export type EventListener = (event: StoredEvent) => void;
 
+/** Where a subscriber that throws is reported (pino fits). */
+export interface EventHubLogger {
+  error(obj: object, msg?: string): void;
+}
+
 export class EventHub {
   readonly epoch = randomBytes(4).toString('hex');
   readonly #capacity: number;
   readonly #buffer: StoredEvent[] = [];
   readonly #listeners = new Set<EventListener>();
+  readonly #logger: EventHubLogger | undefined;
   #seq = 0;
 
-  /** @param capacity events kept for replay. @default 1000 */
-  constructor(capacity = 1000) {
+  /**
+   * @param capacity events kept for replay. @default 1000
+   * @param logger where a subscriber that throws is reported. @default silent
+   */
+  constructor(capacity = 1000, logger?: EventHubLogger) {
     this.#capacity = capacity;
+    this.#logger = logger;
   }
 
   publish(payload: DaemonEventPayload): StoredEvent {
@@ -36,8 +46,9 @@ export class EventHub {
     for (const listener of [...this.#listeners]) {
       try {
         listener(event);
-      } catch {
-        // a broken subscriber must not stop the others
+      } catch (error) {
+        // A broken subscriber must not stop the others, and is never silent: it is a bug.
+        this.#logger?.error({ err: error, event: payload.type }, 'an event subscriber threw');
       }
     }
     return event;

@@ -37,6 +37,23 @@ describe('EventHub', () => {
     expect(hub.since(`${hub.epoch}-3`)).toEqual({ events: [] });
   });
 
+  it('a subscriber that throws is logged through the daemon’s logger, and the others still get the event', async () => {
+    const h = await harness({ mcpServers: {} }, { start: false });
+    try {
+      const seen: string[] = [];
+      h.daemon.events.subscribe(() => {
+        throw new Error('the subscriber broke');
+      });
+      h.daemon.events.subscribe((event) => seen.push(event.payload.type));
+      h.daemon.events.publish(closed('a'));
+      expect(seen).toEqual(['session_closed']);
+      const lines = h.logs.map((line) => JSON.parse(line) as { level: number; msg: string; event?: string; err?: { message: string } });
+      expect(lines.find((line) => line.msg === 'an event subscriber threw')).toMatchObject({ level: 50, event: 'session_closed', err: { message: 'the subscriber broke' } });
+    } finally {
+      await h.close();
+    }
+  });
+
   it('says events were lost for another run’s id, a garbled id, a future id, or one out of the buffer', () => {
     const hub = new EventHub(2);
     for (const id of ['a', 'b', 'c', 'd']) hub.publish(closed(id));
