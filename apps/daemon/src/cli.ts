@@ -7,7 +7,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
 import { ConfigError } from '@mcpool/protocol';
-import { registerBridgeCommand } from './bridge/command.js';
+import { registerBridgeCommand } from './commands/bridgeCommand.js';
 import { runAuthCommand, type AuthCommandOptions } from './commands/authCommand.js';
 import { registerImportCommand } from './commands/importCommand.js';
 import { registerLogsCommand } from './commands/logsCommand.js';

@@ -8,10 +8,7 @@
  * token file, or `$MCPOOL_TOKEN`) and gives commands that read it there, `$(cat <file>)`.
  */
 import { basename, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** The command's own entry file (from `dist/firstScreen.js`): what a stdio client runs as its server. */
-export const BIN_PATH = fileURLToPath(new URL('../bin/mcpool.js', import.meta.url));
+import { BIN_PATH } from './config/paths.js';
 const DEFAULT_URL = 'http://127.0.0.1:7070';
 
 export interface FirstScreenInfo {

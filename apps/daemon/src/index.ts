@@ -5,7 +5,7 @@
 export { main } from './cli.js';
 export type { MainIo } from './cli.js';
 export { ExitCode, StartError, runServe, startDaemon } from './serve.js';
-export { BIN_PATH, firstScreen, firstScreenLine, invokedAs, shellWord } from './firstScreen.js';
+export { firstScreen, firstScreenLine, invokedAs, shellWord } from './firstScreen.js';
 export type { FirstScreenInfo } from './firstScreen.js';
 export type { RunningDaemon, StartOptions } from './serve.js';
 export { Daemon } from './daemon.js';
@@ -25,7 +25,7 @@ export { resolveTelemetry } from './telemetry/telemetry.js';
 export type { ResolvedTelemetry, Telemetry, TelemetryExporters } from './telemetry/telemetry.js';
 export { discoverConfig } from './config/discovery.js';
 export { DEMO_SERVER_PATH, builtinConfigDocument } from './config/defaultConfig.js';
-export { defaultStateDir, userConfigFile } from './config/paths.js';
+export { BIN_PATH, DAEMON_LOG_FILE, defaultStateDir, userConfigFile } from './config/paths.js';
 export { MIN_TOKEN_LENGTH, OPERATOR_ID, TOKEN_FILE, TokenRegistry, ensureOperatorToken } from './auth.js';
 export type { Principal } from './auth.js';
 export { EventHub } from './events.js';

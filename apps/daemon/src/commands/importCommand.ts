@@ -7,11 +7,10 @@
 import { homedir } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createTwoFilesPatch } from 'diff';
 import { readOperatorToken } from '../auth.js';
-import { userConfigFile, defaultStateDir } from '../config/paths.js';
+import { BIN_PATH, defaultStateDir, userConfigFile } from '../config/paths.js';
 import { applyChanges, undoLastImport } from '../import/backup.js';
 import { planImport, type ImportPlan, type PoolAddress } from '../import/plan.js';
 import { CLIENT_IDS, readClientFiles, type ClientId, type ServersLocation } from '../import/sources.js';
@@ -27,7 +26,7 @@ export interface ImportOptions {
 }
 
 /** The command a stdio-only client runs to reach the pool: this Node and this package's bin. */
-const BRIDGE_COMMAND: [string, string] = [process.execPath, fileURLToPath(new URL('../../bin/mcpool.js', import.meta.url))];
+const BRIDGE_COMMAND: [string, string] = [process.execPath, BIN_PATH];
 
 function clientList(value: string): ClientId[] {
   const clients = value.split(',').map((part) => part.trim()).filter(Boolean);

@@ -9,8 +9,7 @@ import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
-import { defaultStateDir } from '../config/paths.js';
-import { DAEMON_LOG_FILE } from '../bridge/autostart.js';
+import { DAEMON_LOG_FILE, defaultStateDir } from '../config/paths.js';
 import type { CommandIo } from './clientCommands.js';
 
 export interface LogsOptions {

@@ -8,8 +8,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { homedir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { MCPOOL_BIN } from '../bridge/autostart.js';
-import { defaultStateDir } from '../config/paths.js';
+import { BIN_PATH, defaultStateDir } from '../config/paths.js';
 import { LAUNCHD_LABEL, SYSTEMD_UNIT_NAME, launchdPlist, systemdUnit, type ServiceSpec } from '../service/units.js';
 import { UsageError, type CommandIo } from './clientCommands.js';
 
@@ -96,7 +95,7 @@ export async function install(options: ServiceOptions, io: CommandIo): Promise<n
   const configText = options.config ?? io.env.MCPOOL_CONFIG;
   const spec: ServiceSpec = {
     node: process.execPath,
-    bin: MCPOOL_BIN,
+    bin: BIN_PATH,
     config: configText ? resolve(io.cwd, configText) : undefined,
     stateDir,
     // A service manager starts with a bare PATH: keep this one, or `npx`-started servers are not found.

@@ -1,9 +1,20 @@
 /**
- * Where the daemon looks for things on this machine: the user config file and the state
- * directory (the token file). XDG on Linux and macOS, %APPDATA%/%LOCALAPPDATA% on Windows.
+ * Where the daemon looks for things on this machine: the user config file, the state directory
+ * (the token file, the daemon's log file), and the command's own entry file. XDG on Linux and
+ * macOS, %APPDATA%/%LOCALAPPDATA% on Windows.
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The command's own entry file, `bin/mcpool.js` (from `dist/config/paths.js`): what a service, an autostart or a stdio client runs. */
+export const BIN_PATH = fileURLToPath(new URL('../../bin/mcpool.js', import.meta.url));
+
+/**
+ * The daemon's log file in its state directory: an autostarted daemon and the service units
+ * append to it, `mcpool logs` reads it.
+ */
+export const DAEMON_LOG_FILE = 'daemon.log';
 
 export interface PathEnv {
   env: Record<string, string | undefined>;

@@ -6,7 +6,7 @@
  * reads it.
  */
 import { join } from 'node:path';
-import { DAEMON_LOG_FILE } from '../bridge/autostart.js';
+import { DAEMON_LOG_FILE } from '../config/paths.js';
 
 export const SYSTEMD_UNIT_NAME = 'mcpool.service';
 export const LAUNCHD_LABEL = 'dev.mcpool.daemon';

@@ -6,15 +6,10 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isConnectError, type TokenSource } from '@mcpool/gateway';
-
-/** This package's `bin/mcpool.js` (from `dist/bridge/autostart.js`). */
-export const MCPOOL_BIN = fileURLToPath(new URL('../../bin/mcpool.js', import.meta.url));
-
-export const DAEMON_LOG_FILE = 'daemon.log';
+import { BIN_PATH, DAEMON_LOG_FILE } from '../config/paths.js';
 
 export interface DaemonStarterOptions {
   /** The daemon's base URL (`http://host:port`): `/healthz` is asked there. */
@@ -32,7 +27,7 @@ export interface DaemonStarterOptions {
   healthTimeoutMs?: number;
   /** After a start that did not come up, no new start for this long. @default 30000 */
   cooldownMs?: number;
-  /** @default {@link MCPOOL_BIN} */
+  /** @default {@link BIN_PATH} */
   bin?: string;
 }
 
@@ -113,7 +108,7 @@ export class DaemonStarter {
       return undefined;
     }
     try {
-      const args = [this.#options.bin ?? MCPOOL_BIN, 'serve', ...(this.#options.serveArgs ?? [])];
+      const args = [this.#options.bin ?? BIN_PATH, 'serve', ...(this.#options.serveArgs ?? [])];
       // Detached: its own session and process group, stdout/stderr to the log file (never our stdout).
       const child = spawn(process.execPath, args, { cwd, env, detached: true, stdio: ['ignore', fd, fd] });
       if (child.pid === undefined) {

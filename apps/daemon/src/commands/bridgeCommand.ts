@@ -9,7 +9,7 @@ import { Option, type Command } from 'commander';
 import { pino } from 'pino';
 import type { Readable, Writable } from 'node:stream';
 import { TOKEN_FILE } from '../auth.js';
-import { daemonUrl, UsageError, type CommandIo } from '../commands/clientCommands.js';
+import { daemonUrl, UsageError, type CommandIo } from './clientCommands.js';
 import type { LogLevel } from '../config/daemonConfig.js';
 import { defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
