@@ -36,7 +36,7 @@ import { EventHub } from './events.js';
 import { DaemonMetrics } from './metrics.js';
 import { OAuthManager } from './oauth/oauthManager.js';
 import type { SecretRedactor } from './secrets.js';
-import type { Telemetry } from './telemetry/telemetry.js';
+import type { Telemetry } from './telemetry/contract.js';
 
 export interface DaemonOptions {
   config: LoadedConfig;

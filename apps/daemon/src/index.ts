@@ -22,7 +22,7 @@ export { LOOPBACK_HOSTS, hostnameOf, securityPolicy } from './http/security.js';
 export { DEFAULT_SETTINGS, ENV_OVERRIDE_NAMES, loadConfig, normalizeOrigin, resolveSettings } from './config/daemonConfig.js';
 export type { ClientSpec, ConfigSource, DaemonSettings, LoadedConfig, LogLevel, SettingsOverrides, TelemetrySettings } from './config/daemonConfig.js';
 export { resolveTelemetry } from './telemetry/telemetry.js';
-export type { ResolvedTelemetry, Telemetry, TelemetryExporters } from './telemetry/telemetry.js';
+export type { ResolvedTelemetry, Telemetry, TelemetryExporters } from './telemetry/contract.js';
 export { discoverConfig } from './config/discovery.js';
 export { DEMO_SERVER_PATH, builtinConfigDocument } from './config/defaultConfig.js';
 export { BIN_PATH, DAEMON_LOG_FILE, defaultStateDir, userConfigFile } from './config/paths.js';

@@ -21,7 +21,8 @@ import { firstScreen, firstScreenLine, type FirstScreenInfo } from './firstScree
 import { startHeapWatch } from './heapWatch.js';
 import { createLogger, LogFileBound } from './logger.js';
 import { SecretRedactor } from './secrets.js';
-import { startTelemetry, type Telemetry, type TelemetryExporters } from './telemetry/telemetry.js';
+import type { Telemetry, TelemetryExporters } from './telemetry/contract.js';
+import { startTelemetry } from './telemetry/telemetry.js';
 import { VERSION } from './version.js';
 
 /** Exit codes of the `mcpool` command. */

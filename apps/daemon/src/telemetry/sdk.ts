@@ -18,7 +18,7 @@ import { BatchSpanProcessor, SimpleSpanProcessor, type SpanProcessor } from '@op
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { ServerTelemetry } from './serverTelemetry.js';
-import type { ResolvedTelemetry, StartTelemetryOptions, Telemetry } from './telemetry.js';
+import type { ResolvedTelemetry, StartTelemetryOptions, Telemetry } from './contract.js';
 
 /** How long a stop waits for the last export. */
 const FLUSH_DEADLINE_MS = 2_000;
