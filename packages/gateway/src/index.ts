@@ -19,8 +19,8 @@ export { LEGACY_PROTOCOL_VERSIONS, LegacyWire } from './legacyWire.js';
 export type { LegacyEndpoint, LegacyParams, LegacyRequestContext, LegacyRequestId, LegacyWireOptions } from './legacyWire.js';
 
 // The bridge: a stdio MCP client ↔ a Streamable HTTP endpoint (the daemon's `/mcp`), as a relay.
-export { Bridge, isConnectError } from './bridge/bridge.js';
-export type { BridgeLogger, BridgeOptions, BridgeStats, TokenSource } from './bridge/bridge.js';
-export type { Era as BridgeEra } from './bridge/modern.js';
+export { Bridge } from './bridge/bridge.js';
+export { isConnectError } from './bridge/daemonHttp.js';
+export type { BridgeLogger, BridgeOptions, BridgeStats, Era as BridgeEra, TokenSource } from './bridge/options.js';
 export { BridgeErrorCode, errorResponse } from './bridge/jsonRpc.js';
 export type { BridgeFailure, RequestId } from './bridge/jsonRpc.js';

@@ -42,10 +42,10 @@
  * at once: a dual-era client reads that as "modern, pick from supported"; a legacy client should
  * have sent `initialize` first. A `ping` before any handshake is answered `{}`.
  */
-import type { BridgeLogger } from './bridge.js';
 import { ErrorCode, JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { BridgeErrorCode, errorResponse, idKey, isMessage, isNotification, isRequest, isResponse, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
+import type { BridgeLogger, Era } from './options.js';
 
 /** The modern protocol revisions the bridge serves. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -62,8 +62,6 @@ const MODERN_ONLY_META: readonly string[] = [META.protocolVersion, META.clientCa
 const CACHEABLE = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
 
 const LEGACY_RESOURCE_NOT_FOUND = -32002;
-
-export type Era = 'unknown' | 'legacy' | 'modern';
 
 /** What the front needs of the bridge. */
 export interface FrontHost {
