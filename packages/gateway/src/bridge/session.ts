@@ -49,7 +49,7 @@ export class DaemonSession {
     return previous;
   }
 
-  /** Notes what the client sets on the session that a re-init must restore (the spec's re-init stops at initialize). */
+  /** Notes what the client sets on the session beyond `initialize`: a re-init must restore it too. */
   remember(messages: readonly JsonRpcMessage[]): void {
     const init = this.init;
     if (init === undefined) return;
