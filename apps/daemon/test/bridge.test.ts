@@ -144,6 +144,19 @@ describe('relay', () => {
     expect(run.logged('not JSON')).toHaveLength(1);
   });
 
+  it('drops a client line over its 32 MiB cap as it streams, and reads the next line whole', async () => {
+    run = startBridge({ url: server.url, token: staticToken(server.token) });
+    // 33 MiB in 1 MiB writes, then a request on the same stream.
+    const part = Buffer.alloc(1024 * 1024, 0x78);
+    for (let i = 0; i < 33; i++) run.input.write(part);
+    run.input.write('\n');
+    run.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const answer = await run.waitForMessage((message) => message.id === 1);
+    expect(answer.result).toMatchObject({ protocolVersion: '2025-11-25' });
+    expect(run.logged('over the size cap')).toHaveLength(1);
+    expect(run.logged('not JSON')).toHaveLength(0);
+  });
+
   it('re-reads the token after a 401 (a restarted daemon wrote a new one)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mcpool-bridge-token-'));
     try {

@@ -27,13 +27,16 @@ import { readAnswer, type AnswerContext, type OnMessage } from './answerReader.j
 import { DaemonHttp, discard } from './daemonHttp.js';
 import { GetStream } from './getStream.js';
 import { BridgeErrorCode, errorResponse, httpFailure, idKey, isMessage, isNotification, isRequest, isResponse, type BridgeFailure, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
-import { LineReader } from './lineReader.js';
+import { LineReader } from '@mcpool/protocol/lineReader';
 import { ModernFront } from './modern.js';
 import type { BridgeLogger, BridgeOptions, BridgeStats } from './options.js';
 import { DaemonSession } from './session.js';
 import { SessionRecovery } from './sessionRecovery.js';
 
 type UnitKind = 'initialize' | 'initialized' | 'response' | 'message';
+
+/** The longest line a stdio client may send: 32 MiB, far above any body the daemon accepts. */
+const MAX_CLIENT_LINE_BYTES = 32 * 1024 * 1024;
 
 /** One line of the client: one POST. */
 interface Unit {
@@ -160,13 +163,20 @@ export class Bridge {
 
   /** Relays until the input ends or `close()` is called; resolves when the bridge is done (session deleted). */
   run(): Promise<void> {
-    const reader = new LineReader(
-      (line) => this.#accept(line),
-      (bytes) => this.#log.warn({ bytes }, 'a client line over the size cap was dropped'),
-    );
-    const onData = (chunk: Buffer | string): void => reader.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    const reader = new LineReader({ maxLineBytes: MAX_CLIENT_LINE_BYTES });
+    const accept = (): void => {
+      for (let line = reader.next(); line !== undefined; line = reader.next()) {
+        if (typeof line === 'string') this.#accept(line);
+        else this.#log.warn({ bytes: line.bytes }, 'a client line over the size cap was dropped');
+      }
+    };
+    const onData = (chunk: Buffer | string): void => {
+      reader.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      accept();
+    };
     const onEnd = (): void => {
       reader.end();
+      accept();
       void this.close('stdin closed');
     };
     this.#input.on('data', onData);
