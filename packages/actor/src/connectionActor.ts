@@ -194,6 +194,7 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
                 probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
                 onStderrLine: keepStderrLine,
                 readGate: throttle,
+                maxMessageBytes: entryArgs.maxMessageBytes,
                 onSpawned: (pid) => {
                   pgid = pid;
                   openingPgid = pid;

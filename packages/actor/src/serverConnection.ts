@@ -75,6 +75,8 @@ export interface OpenConnectionOptions {
   readGate?: ReadGate | undefined;
   /** Timeout of the handshake and discovery requests. @default 60000 (the spawn timeout ends it sooner) */
   requestTimeoutMs?: number | undefined;
+  /** The longest message a stdio server may send; a longer one fails the call it answers. @default 64 MiB */
+  maxMessageBytes?: number | undefined;
 }
 
 /** The modern protocol revision this client speaks. */
@@ -163,6 +165,10 @@ export class ServerConnection {
         return this.#hooks.request(method, params, signal);
       },
       notification: (method, params) => this.#onNotification(method, params),
+      oversized: (message, failed) => {
+        const outcome = failed !== undefined ? 'the call it answers failed' : message.kind === 'server' ? 'it was the server’s own message' : 'no call could be told for certain: they wait for their deadline';
+        this.#logger.warn({ bytes: message.bytes, maxMessageBytes: message.limit, id: message.id }, `dropped a message over maxMessageBytes; ${outcome}`);
+      },
     });
   }
 
@@ -493,6 +499,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       },
       onSpawn: options.onSpawned,
       readGate: options.readGate,
+      maxMessageBytes: options.maxMessageBytes,
     });
     const client = new UpstreamClient(stdio, { cancelBy: 'notification', logger });
     track(client);

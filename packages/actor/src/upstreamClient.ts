@@ -10,7 +10,7 @@
  * for the request re-arms it, but never past `maxTotalTimeoutMs` from the start.
  */
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
-import { UpstreamStreamError, type JsonRpcMessage, type UpstreamTransport } from './transports/upstreamTransport.js';
+import { UpstreamStreamError, type JsonRpcMessage, type OversizedMessage, type UpstreamTransport } from './transports/upstreamTransport.js';
 
 /** A JSON-RPC error answer from the server. */
 export class UpstreamRpcError extends Error {
@@ -56,6 +56,8 @@ export interface UpstreamClientHooks {
   request(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
   /** Every notification the client does not consume itself (progress and cancellation are its own). */
   notification(method: string, params: Record<string, unknown> | undefined): void;
+  /** A message over the size limit was dropped; `failed` is the id of the request it failed, if one. */
+  oversized?(message: OversizedMessage, failed: number | undefined): void;
 }
 
 /**
@@ -141,6 +143,9 @@ class Pending {
   }
 }
 
+/** JSON-RPC's "the JSON sent is not a valid Request object". */
+const INVALID_REQUEST = -32600;
+
 export interface UpstreamClientOptions {
   /**
    * How a cancelled request is ended upstream: `'notification'` sends `notifications/cancelled`
@@ -174,6 +179,7 @@ export class UpstreamClient {
       if (error instanceof UpstreamStreamError) this.#pendingOf(error.requestId)?.reject(error);
     };
     transport.onclose = () => this.#onClose();
+    transport.onoversized = (message) => this.#onOversized(message);
     // A server that can no longer answer is gone for the client: calls in flight reject and the
     // close listeners (the connection machine) learn now; the transport's own close follows.
     transport.onlost = () => this.#onClose();
@@ -296,6 +302,32 @@ export class UpstreamClient {
       }
     }
     this.#hooks?.notification(method, params);
+  }
+
+  /**
+   * A message dropped for its size fails the call it answers: the one its id names, else the only
+   * call in flight (an answer can be nobody else's). With several in flight and no id, no call is
+   * guessed at: each waits for its own answer or its deadline. A request of the server's own is
+   * refused, so the server does not wait for an answer that will never come.
+   */
+  #onOversized(message: OversizedMessage): void {
+    let failed: Pending | undefined;
+    if (message.kind === 'server') {
+      if (message.id !== undefined) {
+        const refusal = `the request is ${message.bytes} bytes long, over the ${message.limit} bytes this client accepts`;
+        void this.#transport.send({ jsonrpc: '2.0', id: message.id, error: { code: INVALID_REQUEST, message: refusal } }).catch(() => undefined);
+      }
+    } else if (message.id !== undefined) {
+      failed = this.#pendingOf(message.id);
+    } else if (this.#pending.size === 1) {
+      failed = this.#pending.values().next().value;
+    }
+    failed?.reject(
+      new PoolError(ErrorCode.MESSAGE_TOO_LARGE, `the server's answer is ${message.bytes} bytes long, over this connection's limit of ${message.limit} (maxMessageBytes): it was dropped unread`, {
+        data: { bytes: message.bytes, maxMessageBytes: message.limit },
+      }),
+    );
+    this.#hooks?.oversized?.(message, failed?.id);
   }
 
   async #answer(id: string | number, method: string, params: Record<string, unknown>): Promise<void> {

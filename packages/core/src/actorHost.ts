@@ -28,7 +28,11 @@ import { SILENT_LOGGER, writeRecord } from './logging.js';
 export interface ActorHostOptions {
   /** The actor's worker entry (compiled JS). @default the `@mcpool/actor/worker` module */
   workerUrl?: URL;
-  /** V8 limits per actor thread. @default { maxOldGenerationSizeMb: 128 } */
+  /**
+   * V8 limits per actor thread. A connection that needs a larger heap than these give (see
+   * `create`) gets a thread of its own with it.
+   * @default { maxOldGenerationSizeMb: 128 }; a pool sizes it for its `maxMessageBytes` (320 for 64 MiB)
+   */
   resourceLimits?: ResourceLimits;
   /** Keep one booted spare thread while no thread has room for another connection. @default true */
   warmSpare?: boolean;
@@ -452,14 +456,17 @@ export class ActorHost {
   /**
    * A connection actor (ref'd until the pool calls `unref` on it), placed on a thread with room,
    * else the warm spare, else a new thread; then a new spare is booted if no thread has room.
-   * `log` receives the actor's log records.
+   * `log` receives the actor's log records; `needs.heapMb` is the old-generation limit its
+   * messages need: above the threads' own, it gets a new thread with that limit.
    */
-  create(log?: Logger): ActorHandle {
+  create(log?: Logger, needs: { heapMb?: number | undefined } = {}): ActorHandle {
     if (this.#closed) throw new PoolError(ErrorCode.POOL_DRAINING, 'the actor host is closed');
-    let thread = this.#withRoom();
-    if (thread === undefined && this.#spare?.alive) thread = this.#spare;
+    // A connection whose messages need more heap than the threads have gets a new thread with it.
+    const heapMb = needs.heapMb !== undefined && needs.heapMb > (this.#resourceLimits.maxOldGenerationSizeMb ?? Infinity) ? needs.heapMb : undefined;
+    let thread = heapMb === undefined ? this.#withRoom() : undefined;
+    if (thread === undefined && heapMb === undefined && this.#spare?.alive) thread = this.#spare;
     if (thread === this.#spare) this.#spare = undefined;
-    if (thread === undefined) thread = new ActorThread(this.#newWorker());
+    if (thread === undefined) thread = new ActorThread(this.#newWorker(heapMb));
     this.#threads.add(thread);
     void thread.exited.then(() => this.#threads.delete(thread));
     const handle = new ActorHandle(thread, log);
@@ -496,8 +503,9 @@ export class ActorHost {
   }
 
   /** A new actor thread; a thread Node refuses to create fails as `MCPOOL_ACTOR_DIED`. */
-  #newWorker(): Worker {
-    const create = (): Worker => new Worker(this.#workerPath, { resourceLimits: this.#resourceLimits, stderr: false, stdout: false, execArgv: workerExecArgv() });
+  #newWorker(heapMb?: number): Worker {
+    const resourceLimits = heapMb === undefined ? this.#resourceLimits : { ...this.#resourceLimits, maxOldGenerationSizeMb: heapMb };
+    const create = (): Worker => new Worker(this.#workerPath, { resourceLimits, stderr: false, stdout: false, execArgv: workerExecArgv() });
     try {
       try {
         return create();

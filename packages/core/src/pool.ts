@@ -47,6 +47,8 @@ import { WorkspaceBudget, type BudgetCell, type BudgetOptions } from './budget.j
 import { EraCache } from './eraCache.js';
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { countZombieChildren } from '@mcpool/protocol/processTree';
+import { DEFAULT_MAX_LINE_BYTES } from '@mcpool/protocol/lineReader';
+import { actorHeapMb } from './actorHeap.js';
 import { PooledConnection } from './pooledConnection.js';
 import { SILENT_LOGGER, actorLogLevel } from './logging.js';
 import type { SessionFields } from './sessionFilter.js';
@@ -95,6 +97,15 @@ export interface McpTransportPoolOptions {
   callTimeoutMs?: number;
   /** Budget of each child shutdown step (stdin end, SIGTERM). @default 2000 */
   shutdownStepMs?: number;
+  /**
+   * The longest message a stdio server may send, in bytes, for configs that set no
+   * `maxMessageBytes` of their own. A longer one is dropped as it streams (never held whole) and
+   * fails the call it answers with `MCPOOL_MESSAGE_TOO_LARGE`; the connection stays up. Actor
+   * threads get the heap limit such a message needs (320 MB for 64 MiB: a cap, not memory taken)
+   * unless `actorHost.resourceLimits` sets one.
+   * @default 67108864 (64 MiB)
+   */
+  maxMessageBytes?: number;
   /**
    * Where the pool logs (pino satisfies the interface; child loggers carry `component`, `server`,
    * `entryIndex`). Actor threads' lines come here too. Without one the pool writes nothing anywhere.
@@ -452,6 +463,9 @@ export class McpTransportPool {
   #lastTickAt = 0;
   /** The supervisor's recent event-loop lateness (ms): the worst tick, decaying by half per tick. */
   #supervisorLagMs = 0;
+  readonly #maxMessageBytes: number;
+  /** Whether the pool sizes its threads' heaps for their messages (the host set no `resourceLimits`). */
+  readonly #sizesHeaps: boolean;
   readonly #maxActors: number;
   readonly #maxParallelSpawns: number;
   /** Per session: spawns under way and the acquires waiting for one of them to settle. */
@@ -489,7 +503,13 @@ export class McpTransportPool {
     this.#logger = (options.logger ?? SILENT_LOGGER).child({ component: 'pool' });
     this.#onEvent = options.onEvent;
     this.#budget = new WorkspaceBudget(options.budget ?? {}, (event) => this.#emitBudget(event));
-    this.#host = new ActorHost(options.actorHost);
+    this.#maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_LINE_BYTES;
+    if (!Number.isInteger(this.#maxMessageBytes) || this.#maxMessageBytes < 1024) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `options.maxMessageBytes must be an integer ≥ 1024, got ${options.maxMessageBytes}`);
+    }
+    // Threads are sized for the messages they take, unless the host sized them itself.
+    this.#sizesHeaps = options.actorHost?.resourceLimits === undefined;
+    this.#host = new ActorHost(this.#sizesHeaps ? { ...options.actorHost, resourceLimits: { maxOldGenerationSizeMb: actorHeapMb(this.#maxMessageBytes) } } : options.actorHost);
     this.#intensity = options.restartIntensity ?? { maxRestarts: 5, periodMs: 30_000 };
     if (!Number.isInteger(this.#intensity.maxRestarts) || this.#intensity.maxRestarts < 0 || !(this.#intensity.periodMs > 0)) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.restartIntensity must be { maxRestarts: integer ≥ 0, periodMs: > 0 }');
@@ -1087,7 +1107,8 @@ export class McpTransportPool {
     const spawnTimeoutMs = this.#spawnTimeoutFor(config);
     let handle: ActorHandle;
     try {
-      handle = this.#host.create(this.#rootLogger?.child({ component: 'actor', server: name, entryIndex }));
+      const heapMb = this.#sizesHeaps ? actorHeapMb(config.maxMessageBytes ?? this.#maxMessageBytes) : undefined;
+      handle = this.#host.create(this.#rootLogger?.child({ component: 'actor', server: name, entryIndex }), { heapMb });
     } catch (error) {
       // No thread, no entry: the reservation goes back.
       this.#budget.release();
@@ -1135,6 +1156,7 @@ export class McpTransportPool {
       drainDelayMs: this.#options.drainDelayMs,
       maxIdleMs: this.#options.maxIdleMs,
       shutdownStepMs: this.#options.shutdownStepMs,
+      maxMessageBytes: config.maxMessageBytes ?? this.#maxMessageBytes,
       logLevel: actorLogLevel(this.#rootLogger, this.#logLevel),
       reconnect: config.transport === 'stdio' ? this.#reconnect.stdio : this.#reconnect.remote,
       era: this.#eras.get(fingerprint(config))?.era,

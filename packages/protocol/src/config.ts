@@ -62,6 +62,12 @@ export interface ServerConfig {
   headers?: Record<string, string>;
   /** Per-request timeout in milliseconds. */
   timeout?: number;
+  /**
+   * The longest message the server may send, in bytes (stdio). A longer one is dropped unread
+   * and fails the call it answers (`MCPOOL_MESSAGE_TOO_LARGE`); the connection stays up.
+   * Absent: the pool's `maxMessageBytes` (64 MiB unless the host set another).
+   */
+  maxMessageBytes?: number;
   oauth?: OAuthConfig;
   /**
    * Who may share the process. Absent: the pool's default. Not hashed: it is folded into the
@@ -188,6 +194,7 @@ export const serverConfigSchema = z.object({
   httpUrl: z.string().optional().describe('a URL string'),
   headers: stringMap.optional().describe('an object of string header values'),
   timeout: z.number().int().positive().optional().describe('a positive integer number of milliseconds'),
+  maxMessageBytes: z.number().int().min(1024).optional().describe('a whole number of bytes, at least 1024'),
   oauth: oauthSchema
     .nullable()
     .optional()
@@ -210,7 +217,7 @@ export const KNOWN_CONFIG_FIELDS: readonly string[] = Object.freeze(Object.keys(
 const KNOWN_OAUTH_FIELDS: readonly string[] = Object.freeze(Object.keys(oauthSchema.shape));
 
 /** Fields that only make sense for one side; on the other they are dropped with a warning. */
-const STDIO_ONLY_FIELDS = ['args', 'cwd', 'env'] as const;
+const STDIO_ONLY_FIELDS = ['args', 'cwd', 'env', 'maxMessageBytes'] as const;
 const REMOTE_ONLY_FIELDS = ['headers', 'oauth'] as const;
 
 interface Findings {
@@ -237,7 +244,7 @@ const describeReceived: z.core.$ZodErrorMap = (issue) => {
         ? 'got a non-integer number'
         : `got ${kindOf(issue.input)}`;
     case 'too_small':
-      // Only `timeout` (not a secret) and `command` (the empty string) have a minimum.
+      // Only `timeout`, `maxMessageBytes` (numbers, not secrets) and `command` (the empty string) have a minimum.
       return typeof issue.input === 'number' ? `got ${issue.input}` : 'got an empty string';
     case 'invalid_value':
       // Only transport names and sharing policies are enums; they are not secrets.
@@ -551,6 +558,7 @@ function normalizeEntry(
     httpUrl,
     headers: keep('headers') ? mapAt('headers') : undefined,
     timeout: entry.timeout,
+    maxMessageBytes: keep('maxMessageBytes') ? entry.maxMessageBytes : undefined,
     oauth: keep('oauth') ? (entry.oauth ?? undefined) : undefined,
     sharing: entry.sharing,
     includeTools: entry.includeTools,

@@ -38,6 +38,11 @@ export const ErrorCode = {
    * JSON-RPC code that goes back to the server.
    */
   DOWNSTREAM_ERROR: 'MCPOOL_DOWNSTREAM_ERROR',
+  /**
+   * The server's answer to this call was longer than its connection accepts (`maxMessageBytes`):
+   * it was dropped unread, and the connection stays up. `data` has `bytes` and `maxMessageBytes`.
+   */
+  MESSAGE_TOO_LARGE: 'MCPOOL_MESSAGE_TOO_LARGE',
 
   // --- A server entry ------------------------------------------------------------------------
   /** Starting the server (spawn, connect, initialize, discovery) failed. */
@@ -221,6 +226,7 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.CALL_CANCELLED]: 499,
   [ErrorCode.UPSTREAM_ERROR]: 502,
   [ErrorCode.DOWNSTREAM_ERROR]: 502,
+  [ErrorCode.MESSAGE_TOO_LARGE]: 502,
   [ErrorCode.SPAWN_FAILED]: 502,
   [ErrorCode.SPAWN_TIMEOUT]: 504,
   [ErrorCode.ENTRY_LOST]: 502,
@@ -282,6 +288,7 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.CALL_CANCELLED]: JsonRpcCode.REQUEST_CANCELLED,
   [ErrorCode.UPSTREAM_ERROR]: JsonRpcCode.INTERNAL_ERROR,
   [ErrorCode.DOWNSTREAM_ERROR]: JsonRpcCode.INTERNAL_ERROR,
+  [ErrorCode.MESSAGE_TOO_LARGE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SPAWN_FAILED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SPAWN_TIMEOUT]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.ENTRY_LOST]: JsonRpcCode.SERVER_ERROR,

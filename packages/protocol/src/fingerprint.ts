@@ -75,6 +75,9 @@ const canonicalizers: { [K in HashedField]-?: (cfg: ServerConfig) => unknown } =
   // would be correct for HTTP but costs a rule for maps holding both; over-splitting is safe.
   headers: (cfg) => sortedEntries(cfg.headers),
   timeout: (cfg) => cfg.timeout,
+  // The connection's reader applies it to everything the server sends, whoever the call is for:
+  // a session cannot have its own on a shared process, so another value is another connection.
+  maxMessageBytes: (cfg) => cfg.maxMessageBytes,
   oauth: (cfg) => canonicalOAuth(cfg.oauth),
 };
 

@@ -39,6 +39,11 @@ export interface ActorStartArgs {
   maxIdleMs: number;
   /** Per-step budget of the child shutdown: stdin end → wait → SIGTERM → wait → SIGKILL. */
   shutdownStepMs: number;
+  /**
+   * The longest message a stdio server may send, in bytes: a longer one is dropped unread and
+   * fails the call it answers (`MCPOOL_MESSAGE_TOO_LARGE`). @default 64 MiB
+   */
+  maxMessageBytes?: number | undefined;
   /** pino level for the actor's logs. */
   logLevel: string;
   /**

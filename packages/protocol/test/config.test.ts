@@ -262,6 +262,8 @@ describe('errors', () => {
     [{ command: 'x', timeout: 0 }, 'timeout', 'got 0'],
     [{ command: 'x', timeout: 1.5 }, 'timeout', 'got a non-integer number'],
     [{ command: 'x', timeout: '30' }, 'timeout', 'got a string'],
+    [{ command: 'x', maxMessageBytes: 100 }, 'maxMessageBytes', 'got 100'],
+    [{ command: 'x', maxMessageBytes: 1e6 + 0.5 }, 'maxMessageBytes', 'got a non-integer number'],
     [{ command: '' }, 'command', 'got an empty string'],
     [{ command: 'x', args: 'a b' }, 'args', 'got a string'],
     [{ command: 'x', includeTools: [1] }, 'includeTools[0]', 'got a number'],
@@ -358,11 +360,11 @@ describe('warnings', () => {
   });
 
   it('drops fields that do not apply to the transport, without interpolating them', () => {
-    const remote = normalizeServerConfig({ url: 'https://x.example.com', env: { K: '${MISSING}' }, args: ['a'] }, { env });
+    const remote = normalizeServerConfig({ url: 'https://x.example.com', env: { K: '${MISSING}' }, args: ['a'], maxMessageBytes: 1 << 20 }, { env });
     expect(remote.config).toEqual({ transport: 'http', url: 'https://x.example.com' });
-    expect(remote.warnings.map((warning) => warning.path)).toEqual(['args', 'env']);
-    const stdio = normalizeServerConfig({ command: 'x', headers: { A: 'b' }, oauth: null }, { env });
-    expect(stdio.config).toEqual({ transport: 'stdio', command: 'x' });
+    expect(remote.warnings.map((warning) => warning.path)).toEqual(['args', 'env', 'maxMessageBytes']);
+    const stdio = normalizeServerConfig({ command: 'x', headers: { A: 'b' }, oauth: null, maxMessageBytes: 1 << 20 }, { env });
+    expect(stdio.config).toEqual({ transport: 'stdio', command: 'x', maxMessageBytes: 1 << 20 });
     expect(stdio.warnings).toEqual([{ path: 'headers', message: 'headers does not apply to transport stdio; ignored' }]);
   });
 

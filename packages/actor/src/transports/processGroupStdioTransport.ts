@@ -4,12 +4,18 @@
  * signals only the direct child and leaves wrapper grandchildren orphaned
  * (modelcontextprotocol/typescript-sdk#2023).
  *
+ * stdout is framed by the shared line reader: linear in what it reads, and a message over
+ * `maxMessageBytes` is dropped as it streams and reported, so the one call it answers fails and
+ * the connection goes on.
+ *
  * This file knows bytes and process lifecycle only; MCP semantics live in the machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { JsonRpcMessage, UpstreamTransport } from './upstreamTransport.js';
+import { DEFAULT_MAX_LINE_BYTES, LineReader } from '@mcpool/protocol/lineReader';
+import type { JsonRpcMessage, OversizedMessage, UpstreamTransport } from './upstreamTransport.js';
+import { describeOversized } from './oversizedMessage.js';
 import type { ReadGate } from '../sourceThrottle.js';
 
 export interface ProcessGroupStdioOptions {
@@ -29,6 +35,12 @@ export interface ProcessGroupStdioOptions {
    * pauses the child's stdout for that long, so the pipe fills and the server's writes block.
    */
   readGate?: ReadGate | undefined;
+  /**
+   * The longest line (one message) read from the child's stdout, in bytes. A longer one is
+   * dropped as it streams and reported through `onoversized`; reading goes on at the next line.
+   * @default 64 MiB
+   */
+  maxMessageBytes?: number | undefined;
 }
 
 /** A message could not reach the server because its process is gone or going. */
@@ -68,38 +80,6 @@ export function defaultEnvironment(): Record<string, string> {
   return env;
 }
 
-/**
- * Newline-delimited JSON-RPC, as the stdio transport defines it: one message per line, no
- * embedded newlines (JSON.stringify escapes them), an optional `\r` before the `\n` tolerated.
- * Chunks are kept as buffers until a newline arrives, so a multi-byte character split across
- * chunks decodes whole.
- */
-export class LineReader {
-  #chunks: Buffer[] = [];
-  #pending = 0;
-
-  append(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#pending += chunk.length;
-  }
-
-  /** The next complete line (without its terminator), or undefined until one arrived. */
-  next(): string | undefined {
-    if (this.#pending === 0) return undefined;
-    let buffer = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#pending);
-    const end = buffer.indexOf(0x0a);
-    if (end === -1) {
-      this.#chunks = [buffer];
-      return undefined;
-    }
-    const line = buffer.toString('utf8', 0, end > 0 && buffer[end - 1] === 0x0d ? end - 1 : end);
-    buffer = buffer.subarray(end + 1);
-    this.#chunks = buffer.length > 0 ? [buffer] : [];
-    this.#pending = buffer.length;
-    return line;
-  }
-}
-
 /** Parses one line as a JSON-RPC message; throws on anything else (a banner printed to stdout). */
 export function parseJsonRpcLine(line: string): JsonRpcMessage {
   const message = JSON.parse(line) as unknown;
@@ -114,9 +94,11 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JsonRpcMessage) => void;
   onlost?: () => void;
+  onoversized?: (message: OversizedMessage) => void;
 
   readonly #options: ProcessGroupStdioOptions;
-  readonly #reader = new LineReader();
+  readonly #reader: LineReader;
+  readonly #maxMessageBytes: number;
   #child: ChildProcess | undefined;
   #exited = false;
   #exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -134,6 +116,8 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
 
   constructor(options: ProcessGroupStdioOptions) {
     this.#options = options;
+    this.#maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.#reader = new LineReader({ maxLineBytes: this.#maxMessageBytes });
   }
 
   /** The child's pid; also its process group id. */
@@ -179,7 +163,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
     });
     child.on('close', () => this.#notifyClose());
     child.stdout.on('data', (chunk: Buffer) => {
-      this.#reader.append(chunk);
+      this.#reader.push(chunk);
       this.#drainReadBuffer();
     });
     // The end of stdout is the end of every answer: whatever was written before it has been
@@ -230,6 +214,11 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
         if (this.#resumeTimer !== undefined) return;
         const line = this.#reader.next();
         if (line === undefined) return;
+        if (typeof line !== 'string') {
+          // Over the limit, dropped as it streamed: the call it answers fails, the connection goes on.
+          this.#reportOversized(describeOversized(line, this.#maxMessageBytes));
+          continue;
+        }
         if (line.trim().length === 0) continue;
         let message: JsonRpcMessage;
         try {
@@ -249,6 +238,11 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
     } finally {
       this.#delivering = false;
     }
+  }
+
+  #reportOversized(message: OversizedMessage): void {
+    if (this.onoversized !== undefined) this.onoversized(message);
+    else this.onerror?.(new Error(`dropped a message of ${message.bytes} bytes, over the limit of ${message.limit}`));
   }
 
   /** Stops reading stdout for `ms`: what is buffered waits too, then reading picks up where it stopped. */

@@ -69,6 +69,21 @@ export class UpstreamStreamError extends Error {
   }
 }
 
+/**
+ * A message the server sent that was longer than the transport accepts, dropped unread; what its
+ * first and last bytes told of it.
+ */
+export interface OversizedMessage {
+  /** Its length in bytes. */
+  bytes: number;
+  /** The transport's limit (`maxMessageBytes`). */
+  limit: number;
+  /** An answer to one of our requests, a message of the server's own (a request or a notification), or not known. */
+  kind: 'answer' | 'server' | 'unknown';
+  /** Its JSON-RPC id, when one was found among its top-level keys. */
+  id?: string | number;
+}
+
 export interface UpstreamTransport {
   /** Open the connection (spawn the child, open the socket); resolves when messages can be sent. */
   start(): Promise<void>;
@@ -96,4 +111,6 @@ export interface UpstreamTransport {
   onlost?: () => void;
   /** A non-fatal error, or the reason just before `onclose`. */
   onerror?: (error: Error) => void;
+  /** The server sent a message over the transport's size limit: dropped, and the connection goes on (stdio). */
+  onoversized?: (message: OversizedMessage) => void;
 }
