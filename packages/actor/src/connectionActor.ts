@@ -13,6 +13,7 @@ import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpo
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection, authRequired } from './serverConnection.js';
 import { TransportLostError, signalGroup } from './transports/processGroupStdioTransport.js';
+import { spawnThroughSupervisor } from './transports/supervisedChild.js';
 import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
 import { jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
@@ -93,6 +94,12 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
     stderrLines.push(line.length > STDERR_LINE_CHARS ? `${line.slice(0, STDERR_LINE_CHARS)}…` : line);
     if (stderrLines.length > STDERR_LINES_KEPT) stderrLines.splice(0, stderrLines.length - STDERR_LINES_KEPT);
   }
+
+  /**
+   * A stdio server is spawned by the supervisor, whose loop reaps it whatever becomes of this
+   * thread; this thread keeps its stdio. (Windows reaps without a parent's help.)
+   */
+  const spawner = process.platform === 'win32' ? undefined : spawnThroughSupervisor({ request: (op, opArgs, options) => channel.request(op, opArgs, options) });
 
   /** Teardowns of lost connections still running; the thread waits for them before it ends. */
   const retiring = new Set<Promise<void>>();
@@ -195,6 +202,7 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
                 onStderrLine: keepStderrLine,
                 readGate: throttle,
                 maxMessageBytes: entryArgs.maxMessageBytes,
+                spawner,
                 onSpawned: (pid) => {
                   pgid = pid;
                   openingPgid = pid;

@@ -26,6 +26,7 @@ import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
+import type { ChildSpawner } from './transports/stdioChild.js';
 import type { ReadGate } from './sourceThrottle.js';
 import { scanParamHeaders } from './transports/httpMcpHeaders.js';
 import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
@@ -77,6 +78,8 @@ export interface OpenConnectionOptions {
   requestTimeoutMs?: number | undefined;
   /** The longest message a stdio server may send; a longer one fails the call it answers. @default 64 MiB */
   maxMessageBytes?: number | undefined;
+  /** Who starts a stdio server's process. @default spawned from this thread */
+  spawner?: ChildSpawner | undefined;
 }
 
 /** The modern protocol revision this client speaks. */
@@ -500,6 +503,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       onSpawn: options.onSpawned,
       readGate: options.readGate,
       maxMessageBytes: options.maxMessageBytes,
+      spawner: options.spawner,
     });
     const client = new UpstreamClient(stdio, { cancelBy: 'notification', logger });
     track(client);

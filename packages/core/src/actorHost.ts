@@ -22,8 +22,9 @@ import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isSameProcess, processExists, signalTracked, snapshotTree, startTimeOf } from '@mcpool/protocol/processTree';
-import { ErrorCode, PoolError, RpcChannel, type LogRecord, type Logger, type RpcRequestOptions } from '@mcpool/protocol';
+import { ErrorCode, PoolError, RpcChannel, type LogRecord, type Logger, type RpcRequestOptions, type SupervisorOps } from '@mcpool/protocol';
 import { SILENT_LOGGER, writeRecord } from './logging.js';
+import { spawnChild } from './childSpawner.js';
 
 export interface ActorHostOptions {
   /** The actor's worker entry (compiled JS). @default the `@mcpool/actor/worker` module */
@@ -151,6 +152,11 @@ export class ActorHandle {
       this.#resolveExited = resolve;
     });
     this.control = new RpcChannel(port1, {
+      // The actor asks its supervisor to spawn its stdio server (see `./childSpawner.ts`).
+      handler: (op, args, ctx) => {
+        if (op !== 'spawnChild') throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown supervisor operation ${op}`);
+        return spawnChild(args as SupervisorOps['spawnChild']['args'], ctx, (pgid) => this.#groups.set(pgid, startTimeOf(pgid)));
+      },
       onEvent: (ev, data) => {
         if (ev === 'log') {
           writeRecord(log, data as LogRecord);

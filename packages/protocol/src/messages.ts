@@ -4,6 +4,7 @@
  * Control channel (supervisor ⇄ actor, over the Worker / parentPort):
  *   requests  supervisor → actor: {@link ControlOps}
  *   events    actor → supervisor: {@link ActorEvents}
+ *   requests  actor → supervisor: {@link SupervisorOps}
  * View channel (PooledConnection ⇄ actor, one MessageChannel per session and entry):
  *   requests  view → actor: {@link ViewOps}
  *   events    actor → view: {@link ViewEvents}
@@ -122,6 +123,34 @@ export interface ControlOps {
   fail: { args: { error: WireError }; result: void };
   /** A new `Authorization` value (a refreshed token): used by every later request and reconnect. */
   setAuthorization: { args: { authorization: string }; result: void };
+}
+
+/** A stdio server's process, as its actor asks for it: what to run, where, with exactly this environment. */
+export interface ServerProcessRequest {
+  command: string;
+  args: string[];
+  cwd?: string | undefined;
+  env: Record<string, string>;
+}
+
+/** How a child process ended: its exit code, or the signal that ended it. */
+export interface ChildExit {
+  code: number | null;
+  signal: string | null;
+}
+
+/**
+ * Requests an actor sends the supervisor on its control channel. The supervisor spawns an
+ * actor's stdio server, so that the process reaps it whatever becomes of the actor's thread; the
+ * actor owns the child's stdio, handed over as three Unix sockets it listens on.
+ */
+export interface SupervisorOps {
+  /**
+   * Connect to `sockets` (stdin, stdout, stderr), spawn the server on them in its own process
+   * group, and report `{pid}` as progress; the answer comes when the process has exited and been
+   * reaped. Rejects with `MCPOOL_SPAWN_FAILED` when it cannot start.
+   */
+  spawnChild: { args: ServerProcessRequest & { sockets: [stdin: string, stdout: string, stderr: string] }; progress: { pid: number }; result: ChildExit };
 }
 
 export interface ActorEvents {

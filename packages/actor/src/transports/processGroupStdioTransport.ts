@@ -4,18 +4,19 @@
  * signals only the direct child and leaves wrapper grandchildren orphaned
  * (modelcontextprotocol/typescript-sdk#2023).
  *
- * stdout is framed by the shared line reader: linear in what it reads, and a message over
- * `maxMessageBytes` is dropped as it streams and reported, so the one call it answers fails and
- * the connection goes on.
+ * Its thread reads and writes the child's stdio, whoever spawned the child (an actor thread's
+ * supervisor does, so the process can always reap it). stdout is framed by the shared line
+ * reader: linear in what it reads, and a message over `maxMessageBytes` is dropped as it streams
+ * and reported, so the one call it answers fails and the connection goes on.
  *
  * This file knows bytes and process lifecycle only; MCP semantics live in the machine.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DEFAULT_MAX_LINE_BYTES, LineReader } from '@mcpool/protocol/lineReader';
 import type { JsonRpcMessage, OversizedMessage, UpstreamTransport } from './upstreamTransport.js';
 import { describeOversized } from './oversizedMessage.js';
+import { spawnInThisThread, type ChildSpawner, type StdioChild } from './stdioChild.js';
 import type { ReadGate } from '../sourceThrottle.js';
 
 export interface ProcessGroupStdioOptions {
@@ -41,6 +42,11 @@ export interface ProcessGroupStdioOptions {
    * @default 64 MiB
    */
   maxMessageBytes?: number | undefined;
+  /**
+   * Who starts the process. An actor thread passes its supervisor's (which reaps the child
+   * whatever becomes of the thread). @default spawned from this thread
+   */
+  spawner?: ChildSpawner | undefined;
 }
 
 /** A message could not reach the server because its process is gone or going. */
@@ -99,7 +105,9 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   readonly #options: ProcessGroupStdioOptions;
   readonly #reader: LineReader;
   readonly #maxMessageBytes: number;
-  #child: ChildProcess | undefined;
+  /** The spawn under way or done; a close waits for it, so a child started meanwhile is ended too. */
+  #starting: Promise<StdioChild> | undefined;
+  #child: StdioChild | undefined;
   #exited = false;
   #exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #stderrTail = '';
@@ -139,29 +147,25 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   }
 
   async start(): Promise<void> {
-    if (this.#child !== undefined) throw new Error('ProcessGroupStdioTransport already started');
+    if (this.#starting !== undefined) throw new Error('ProcessGroupStdioTransport already started');
+    if (this.#closing !== undefined) throw new TransportLostError('the transport was closed before it started');
     const { command, args = [], cwd, env } = this.#options;
-    const child = spawn(command, args, {
-      cwd,
-      env: { ...defaultEnvironment(), ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      shell: false,
-      // Its own process group: kill(-pgid) reaches every descendant that did not leave the group.
-      detached: true,
-      windowsHide: true,
-    });
+    const spawner = this.#options.spawner ?? spawnInThisThread;
+    this.#starting = spawner({ command, args, cwd, env: { ...defaultEnvironment(), ...env } });
+    const child = await this.#starting;
     this.#child = child;
 
-    child.on('exit', (code, signal) => {
+    void child.exited.then(({ code, signal }) => {
       this.#exited = true;
       this.#ungated = true;
       this.#clearResume();
-      this.#exitInfo = { code, signal };
-      // A grandchild that inherited stdout keeps the pipe open, so 'close' may never come: the
-      // root's exit is the loss of the server. Give buffered stdout a moment to arrive first.
+      this.#exitInfo = { code, signal: signal as NodeJS.Signals | null };
+      // A grandchild that inherited stdout keeps it open, so it may never close: the root's exit
+      // is the loss of the server. Give buffered stdout a moment to arrive first.
       setTimeout(() => this.#notifyClose(), 50).unref();
     });
-    child.on('close', () => this.#notifyClose());
+    // Closed: exited, and both output streams closed (what a ChildProcess calls 'close').
+    void Promise.all([child.exited, closed(child.stdout), closed(child.stderr)]).then(() => this.#notifyClose());
     child.stdout.on('data', (chunk: Buffer) => {
       this.#reader.push(chunk);
       this.#drainReadBuffer();
@@ -176,6 +180,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       if ((error as NodeJS.ErrnoException).code === 'EPIPE') this.#notifyLost();
       else this.onerror?.(error);
     });
+    child.stderr.on('error', () => undefined);
     let partial = '';
     child.stderr.on('data', (chunk: Buffer) => {
       const text = chunk.toString('utf8');
@@ -187,21 +192,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       if (partial.length > STDERR_TAIL_BYTES) partial = partial.slice(-STDERR_TAIL_BYTES);
       for (const line of lines) if (line.length > 0) onLine(line);
     });
-
-    await new Promise<void>((resolve, reject) => {
-      const onSpawn = (): void => {
-        child.off('error', onError);
-        child.on('error', (error) => this.onerror?.(error));
-        if (child.pid !== undefined) this.#options.onSpawn?.(child.pid);
-        resolve();
-      };
-      const onError = (error: Error): void => {
-        child.off('spawn', onSpawn);
-        reject(error);
-      };
-      child.once('spawn', onSpawn);
-      child.once('error', onError);
-    });
+    this.#options.onSpawn?.(child.pid);
   }
 
   #drainReadBuffer(): void {
@@ -293,7 +284,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
     if (child === undefined || this.#exited) return true;
     let timer: NodeJS.Timeout | undefined;
     const exited = await Promise.race([
-      once(child, 'exit').then(() => true),
+      child.exited.then(() => true),
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
     ]);
     clearTimeout(timer);
@@ -313,11 +304,12 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   }
 
   async #shutdown(): Promise<void> {
-    const child = this.#child;
-    if (child === undefined || child.pid === undefined) return;
+    // A close during the start ends the child the start brings, once it is there.
+    const child = await this.#starting?.catch(() => undefined);
+    if (child === undefined) return;
     const pgid = child.pid;
     const step = this.#options.shutdownStepMs ?? 2000;
-    child.stdin?.end();
+    child.stdin.end();
     if (await this.#waitForGroupExit(pgid, step)) return;
     signalGroup(pgid, 'SIGTERM');
     if (await this.#waitForGroupExit(pgid, step)) return;
@@ -388,4 +380,10 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
   } catch {
     return false;
   }
+}
+
+/** Resolves once `stream` has closed (at once if it has). */
+function closed(stream: NodeJS.ReadableStream & { closed?: boolean }): Promise<void> {
+  if (stream.closed === true) return Promise.resolve();
+  return new Promise<void>((resolve) => stream.once('close', () => resolve()));
 }

@@ -1,0 +1,69 @@
+/**
+ * Spawns the stdio servers of actor threads from the supervisor's event loop, which lives as long
+ * as the process and so always reaps them. Node reaps a child only from the loop that spawned it:
+ * a child of a worker thread that is terminated (or dies) would stay a zombie until the process
+ * exits, one per server it ran.
+ *
+ * The actor keeps the data path: it listens on three Unix sockets in a private directory; this
+ * connects to them (without reading), gives the connections to the child as its fds 0–2, and
+ * closes its own copies at once. The pid goes back as progress of the actor's request, and the
+ * answer when the child has exited and been reaped. Everything else about the process (its group,
+ * the shutdown sequence, the descendant sweep) stays where it was: with the actor and the pool.
+ */
+import { Socket } from 'node:net';
+import { once } from 'node:events';
+import type { ChildExit, RpcHandlerContext, SupervisorOps } from '@mcpool/protocol';
+import { ErrorCode, PoolError } from '@mcpool/protocol';
+import { spawnServerProcess, whenStarted } from '@mcpool/protocol/serverProcess';
+
+type SpawnChildArgs = SupervisorOps['spawnChild']['args'];
+
+/**
+ * Serves one `spawnChild` request of an actor. `onSpawned` hears the pid (its process group)
+ * before the actor does, so a thread that dies right after still has its group ended.
+ */
+export async function spawnChild(args: SpawnChildArgs, ctx: RpcHandlerContext, onSpawned: (pgid: number) => void): Promise<ChildExit> {
+  if (typeof args?.command !== 'string' || !Array.isArray(args.sockets) || args.sockets.length !== 3) {
+    throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'spawnChild needs a command and three socket paths');
+  }
+  const sockets: Socket[] = [];
+  try {
+    for (const path of args.sockets) sockets.push(await connectQuiet(path));
+  } catch (error) {
+    for (const socket of sockets) socket.destroy();
+    throw new PoolError(ErrorCode.SPAWN_FAILED, `the actor's stdio for ${args.command} could not be reached: ${(error as Error).message}`, { cause: error as Error });
+  }
+  let child;
+  try {
+    child = spawnServerProcess(args, [sockets[0]!, sockets[1]!, sockets[2]!]);
+  } finally {
+    // The child has its own copies (dup'd before exec): ours are closed, never shut down.
+    for (const socket of sockets) socket.destroy();
+  }
+  const exited = new Promise<ChildExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  try {
+    await whenStarted(child);
+  } catch (error) {
+    throw new PoolError(ErrorCode.SPAWN_FAILED, (error as Error).message, { cause: error as Error, data: { errno: (error as NodeJS.ErrnoException).code } });
+  }
+  // The actor's thread decides whether the host is kept alive, as it did when it spawned.
+  child.unref();
+  onSpawned(child.pid!);
+  ctx.progress({ pid: child.pid! } satisfies SupervisorOps['spawnChild']['progress']);
+  return exited;
+}
+
+/** A connection to `path` that never reads: what arrives on it is the child's to read. */
+async function connectQuiet(path: string): Promise<Socket> {
+  const socket = new Socket();
+  // Paused before it connects, the socket never starts reading.
+  socket.pause();
+  socket.connect(path);
+  try {
+    await once(socket, 'connect');
+  } catch (error) {
+    socket.destroy();
+    throw error;
+  }
+  return socket;
+}
