@@ -34,7 +34,7 @@ export interface ConnectionThread {
 export interface ConnectionActor {
   /** Ends it now, without graceful steps (its tree was ended by the supervisor). */
   dispose(reason: string): void;
-  /** Kills its child's group now and resolves once the child is reaped, bounded (the thread is dying). */
+  /** Kills its child's group now and resolves once the child has exited, bounded (the thread is dying). */
   abandon(error: unknown): Promise<void>;
 }
 
@@ -441,9 +441,8 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
   }
 
   /**
-   * The thread is dying: kill the child's group now (no graceful steps) and resolve once this
-   * thread's event loop has reaped the child (bounded; a child reaped by nobody stays a zombie
-   * under the supervisor).
+   * The thread is dying: kill the child's group now (no graceful steps) and resolve once the
+   * supervisor, which spawned it, reports it reaped (bounded).
    */
   function abandon(error: unknown): Promise<void> {
     const stdio = connection?.stdio;

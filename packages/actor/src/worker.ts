@@ -36,9 +36,8 @@ function open(port: MessagePort): { id: number } {
 let dying = false;
 
 /**
- * Last resort: every hosted child's group is killed now (no graceful steps), this thread's event
- * loop reaps them (bounded; a child reaped by nobody stays a zombie under the supervisor), then
- * the thread ends.
+ * Last resort: every hosted child's group is killed now (no graceful steps), their exits are
+ * awaited (bounded; the supervisor, which spawned them, reaps them), then the thread ends.
  */
 function fatal(error: unknown): void {
   if (dying) return;

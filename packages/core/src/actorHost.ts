@@ -10,13 +10,15 @@
  *
  * A worker's exit is watched: every connection on it ends, every pending control call rejects
  * with `MCPOOL_ACTOR_DIED`, and the children's process groups are killed, because children belong
- * to the process, not the thread. Connections sharing a thread die together.
+ * to the process, not the thread. Connections sharing a thread die together. The children are
+ * spawned here, on the main thread, at their actor's request (`./childSpawner.ts`): this loop
+ * reaps them whatever becomes of the thread that talks to them.
  *
  * A guest in its host's process: an idle actor (no session holds it) is `unref`'d, like the spare,
  * so it never keeps the host alive; and when the host exits without draining, the process groups
  * its actors still hold are SIGKILLed synchronously in `process.on('exit')` (children run in
- * their own group, so nothing else would end them). Only groups an actor reported starting, by
- * pgid, and only while the leader is still the process that was recorded.
+ * their own group, so nothing else would end them). Only groups spawned for an actor, by pgid,
+ * and only while the leader is still the process that was recorded.
  */
 import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
@@ -312,9 +314,8 @@ export class ActorHandle {
   /**
    * Force-ends the child's tree, then the connection: disposed on its thread, or the thread
    * terminated when it is blocked (nothing on it can answer; its other connections die with it).
-   * The tree goes first, while the thread still lives: its event loop reaps the child. A child
-   * killed after its thread died stays a zombie under the supervisor, because Node cannot reap a
-   * pid it has no handle for.
+   * The tree goes first. Whatever becomes of the thread, the child is reaped: the supervisor's
+   * loop spawned it (see `./childSpawner.ts`).
    *
    * The connection is disposed even when it is its thread's last: to its actor the kill is a loss,
    * and a reconnect may spawn a child before a terminated thread stops, a child nobody would hear
@@ -324,7 +325,7 @@ export class ActorHandle {
   async terminate(options: { blocked?: boolean } = {}): Promise<void> {
     this.#ending = true;
     this.#thread.updateRef();
-    await this.killTree({ reap: !options.blocked });
+    await this.killTree();
     if (!this.alive) return;
     const id = options.blocked ? undefined : await this.#opened;
     if (id === undefined) {
@@ -346,12 +347,11 @@ export class ActorHandle {
 
   /**
    * SIGKILLs the child's process group and every descendant found in one `ps` snapshot (a
-   * `setsid` grandchild has left the group), then waits, bounded, for the root to be reaped.
-   * Children belong to the process, not the thread: this runs on every actor death.
+   * `setsid` grandchild has left the group), then waits, bounded, for the root to be reaped (by
+   * the main thread's loop, which spawned it). Children belong to the process, not the thread: this
+   * runs on every actor death.
    */
-  async killTree(options: { reap?: boolean } = {}): Promise<void> {
-    // A blocked thread (busy loop) cannot reap: waiting for it would only delay its end.
-    const reap = options.reap ?? true;
+  async killTree(): Promise<void> {
     // Every group this actor started and has not reported reaped: the current server, and one
     // still being retired after a restart or a transport loss.
     const groups = [...this.#groups].filter(([pgid, startTime]) => pgid > 1 && leaderUnchanged(pgid, startTime));
@@ -364,10 +364,9 @@ export class ActorHandle {
       }
     }
     for (const tree of trees) if (tree !== undefined) signalTracked(tree.processes, 'SIGKILL');
-    // Done when every killed process is gone (a zombie counts as gone) and, while the thread
-    // lives, its loop has reaped the roots. Bounded: a loaded machine can take a while to reap.
-    const done = (): boolean =>
-      !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !(reap && this.#thread.alive && groups.some(([pgid]) => processExists(pgid)));
+    // Done when every killed process is gone (a zombie counts as gone) and the roots are reaped.
+    // Bounded: a loaded machine can take a while to reap.
+    const done = (): boolean => !trees.some((tree) => tree?.processes.some(isSameProcess) ?? false) && !groups.some(([pgid]) => processExists(pgid));
     for (let i = 0; i < 300 && !done(); i++) await delay(10);
   }
 }

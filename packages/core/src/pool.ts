@@ -916,7 +916,10 @@ export class McpTransportPool {
     );
   }
 
-  /** Health figures that need a process listing: zombie children (killed after their thread died). */
+  /**
+   * Health figures that need a process listing: zombie children of this process (0 expected: the
+   * supervisor spawns every stdio server and reaps it, whatever becomes of its actor thread).
+   */
   async getHealth(): Promise<{ liveActors: number; zombies: number; trippedKeys: number }> {
     return { liveActors: this.#host.liveCount, zombies: await countZombieChildren(), trippedKeys: this.#tripped.size };
   }
