@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ProcessGroupStdioTransport, TransportLostError, UpstreamClient, UpstreamClosedError, groupAlive } from '@mcpool/actor';
+import { setTimeout as delay } from 'node:timers/promises';
+import { spawnInThisThread, type ChildSpawner } from '../src/transports/stdioChild.js';
 import { expectNoSurvivors, FIXTURES, isAlive, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
 
 const marks: string[] = [];
@@ -158,6 +160,22 @@ describe('ProcessGroupStdioTransport', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('a close while the process is being spawned ends the process the spawn brings', async () => {
+    const mark = newMark('close-during-start');
+    // A spawner that takes its time, as one that asks the supervisor does.
+    const slowSpawner: ChildSpawner = async (request) => {
+      await delay(300);
+      return spawnInThisThread(request);
+    };
+    const transport = new ProcessGroupStdioTransport({ command: process.execPath, args: [FIXTURES + 'echo.mjs', mark], spawner: slowSpawner, shutdownStepMs: 1000 });
+    const starting = transport.start();
+    const closing = transport.close();
+    await starting;
+    await closing;
+    expect(transport.exited).toBe(true);
+    expect(pidsWithMarker(mark)).toEqual([]);
   });
 
   it('drains a chatty stderr so the child never blocks, and keeps its tail for error messages', async () => {
