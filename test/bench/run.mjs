@@ -16,6 +16,7 @@ import { sessionsSection } from './sections/sessions.mjs';
 import { acquireSection } from './sections/acquire.mjs';
 import { scaleSection } from './sections/scale.mjs';
 import { crashSection } from './sections/crash.mjs';
+import { isolationSection } from './sections/isolation.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SCENARIO = fileURLToPath(new URL('./scenario.mjs', import.meta.url));
@@ -31,6 +32,7 @@ const SECTIONS = [
   acquireSection,
   scaleSection,
   crashSection,
+  isolationSection,
 ];
 
 function parseArgs(argv) {
@@ -40,7 +42,7 @@ function parseArgs(argv) {
     else if (arg.startsWith('--only=')) options.only = arg.slice(7).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) options.out = arg.slice(6);
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: node test/bench/run.mjs [--quick] [--only=library,gateway,sessions,acquire,scale,crash|1,2,3,4,5,6] [--out=FILE]');
+      console.log('usage: node test/bench/run.mjs [--quick] [--only=library,gateway,sessions,acquire,scale,crash,isolation|1,2,3,4,5,6,7] [--out=FILE]');
       process.exit(0);
     } else {
       console.error(`unknown argument ${arg} (try --help)`);

@@ -3,6 +3,7 @@
 // arguments, so a sweep at the end (or on Ctrl-C) finds whatever survived a failure.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { LineReader } from '@mcpool/protocol/lineReader';
 
 export const FIXTURES = fileURLToPath(new URL('../../fixtures/servers/', import.meta.url));
 export const ECHO = FIXTURES + 'echo.mjs';
@@ -21,18 +22,16 @@ export function fixtureConfig(mark, fixture = 'echo.mjs') {
 }
 
 /**
- * Reads a child's stdout as newline-delimited JSON-RPC (the stdio transport's framing): each
- * complete line parsed once and handed to `onMessage`; a line that is not JSON is skipped.
+ * Reads a child's stdout as newline-delimited JSON-RPC (the stdio transport's framing, with the
+ * line reader mcpool uses): each complete line parsed once and handed to `onMessage`; a line that
+ * is not JSON is skipped.
  */
 export function onJsonLines(stdout, onMessage) {
-  let pending = '';
-  stdout.setEncoding('utf8');
+  const reader = new LineReader();
   stdout.on('data', (chunk) => {
-    pending += chunk;
-    let newline;
-    while ((newline = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
+    reader.push(chunk);
+    for (let line = reader.next(); line !== undefined; line = reader.next()) {
+      if (typeof line !== 'string') continue;
       let message;
       try {
         message = JSON.parse(line);
