@@ -11,7 +11,7 @@
  * weighs the same on both sides.
  */
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpTransportPool, type PooledConnection } from '@mcpool/core';
@@ -218,5 +218,36 @@ describe('acquire/release cycles leave nothing behind', () => {
     expect(await pool.drainAll()).toEqual({ drained: 0, forced: 0, errors: [] });
     await expectBackTo(base);
     expect(pidsWithMarker(mark)).toEqual([]);
+  });
+});
+
+describe('the stdio of a server that died', () => {
+  /** Sockets this process holds open (fds are the process's, whichever thread opened them). */
+  function openSockets(): number {
+    return readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`).startsWith('socket:');
+      } catch {
+        return false;
+      }
+    }).length;
+  }
+
+  it('8 kills and reconnects of one entry leave no socket open: each dead child’s stdio is closed', async () => {
+    const mark = newMark('stdio-sockets');
+    const pool = newPool({ drainDelayMs: 60_000, restartIntensity: { maxRestarts: 100, periodMs: 60_000 } });
+    const view = await pool.acquire('echo', fixtureConfig('echo.mjs', mark), 's');
+    const pidNow = async (): Promise<number> => pidFromResult(await view.callTool('pid'));
+    await pidNow();
+    const before = openSockets();
+    for (let kill = 0; kill < 8; kill++) {
+      const back = new Promise<void>((resolve) => {
+        const off = view.on('reconnected', () => (off(), resolve()));
+      });
+      process.kill(await pidNow(), 'SIGKILL');
+      await back;
+    }
+    await pidNow();
+    await expect.poll(openSockets, WAIT).toBe(before);
   });
 });

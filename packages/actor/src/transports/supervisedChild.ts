@@ -48,7 +48,10 @@ export function spawnThroughSupervisor(control: Pick<RpcChannel, 'request'>): Ch
       // The supervisor connected before it spawned: the connections are queued, accepted within a turn or two.
       const [stdin, stdout, stderr] = await within(connected, ACCEPT_MS, 'the server process started, but its stdio never connected');
       // The channel closing (the actor ended) leaves the end unknown: the supervisor still reaps it.
-      const child: StdioChild = { pid, stdin, stdout, stderr, exited: exited.catch(() => ({ code: null, signal: null })) };
+      const ended = exited.catch(() => ({ code: null, signal: null }));
+      // As a ChildProcess does with its stdin pipe: never read, it would otherwise stay open.
+      void ended.then(() => stdin.destroy());
+      const child: StdioChild = { pid, stdin, stdout, stderr, exited: ended };
       return child;
     } catch (error) {
       for (const socket of accepted) socket?.destroy();
