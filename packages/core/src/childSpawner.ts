@@ -8,7 +8,8 @@
  * connects to them (without reading), gives the connections to the child as its fds 0–2, and
  * closes its own copies at once. The pid goes back as progress of the actor's request, and the
  * answer when the child has exited and been reaped. Everything else about the process (its group,
- * the shutdown sequence, the descendant sweep) stays where it was: with the actor and the pool.
+ * the shutdown sequence, the descendant sweep) stays where it was: with the actor and the pool;
+ * only a child whose actor is gone before it is ended here, since nobody else would.
  */
 import { Socket } from 'node:net';
 import { once } from 'node:events';
@@ -23,6 +24,8 @@ type SpawnChildArgs = SupervisorOps['spawnChild']['args'];
  * before the actor does, so a thread that dies right after still has its group ended.
  */
 export async function spawnChild(args: SpawnChildArgs, ctx: RpcHandlerContext, onSpawned: (pgid: number) => void): Promise<ChildExit> {
+  // Read before any await: the signal aborts when the actor's channel closes (see below).
+  const actorGone = ctx.signal;
   if (typeof args?.command !== 'string' || !Array.isArray(args.sockets) || args.sockets.length !== 3) {
     throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'spawnChild needs a command and three socket paths');
   }
@@ -46,10 +49,26 @@ export async function spawnChild(args: SpawnChildArgs, ctx: RpcHandlerContext, o
   } catch (error) {
     throw new PoolError(ErrorCode.SPAWN_FAILED, (error as Error).message, { cause: error as Error, data: { errno: (error as NodeJS.ErrnoException).code } });
   }
+  const pgid = child.pid!;
+  // Nothing signals the ChildProcess itself (groups are signalled by pgid): an error now is not ours to raise.
+  child.on('error', () => undefined);
   // The actor's thread decides whether the host is kept alive, as it did when it spawned.
   child.unref();
-  onSpawned(child.pid!);
-  ctx.progress({ pid: child.pid! } satisfies SupervisorOps['spawnChild']['progress']);
+  onSpawned(pgid);
+  // An actor gone before its child (its thread died during the spawn, or it ended without it):
+  // nobody would end the child, so it goes now. Only while unreaped: the pid is surely ours then.
+  const orphaned = (): void => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  };
+  if (actorGone.aborted) orphaned();
+  else actorGone.addEventListener('abort', orphaned, { once: true });
+  void exited.then(() => actorGone.removeEventListener('abort', orphaned));
+  ctx.progress({ pid: pgid } satisfies SupervisorOps['spawnChild']['progress']);
   return exited;
 }
 

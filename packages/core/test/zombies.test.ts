@@ -4,8 +4,8 @@
  * owns the child's stdio. Zombies are counted among this process's own children only.
  * - an actor thread terminated (`worker.terminate()`) with a call in flight and its child alive:
  *   the child reads EOF, exits, and is reaped;
- * - a child that outlives its terminated thread (it ignores EOF) is killed as the pool does it, and
- *   reaped;
+ * - a child that would outlive its terminated thread (it ignores EOF and SIGTERM) is ended by the
+ *   supervisor once its actor's channel closes, and reaped;
  * - a churn of actor deaths of every kind (throw, exit, out of memory, a busy loop ended by the
  *   heartbeat) and server kills, each with a call in flight: no zombie at any point after.
  */
@@ -82,20 +82,18 @@ describe('a terminated actor thread leaves no zombie', () => {
     }
   });
 
-  it('with a child that outlives its thread: killed as the pool kills it, and reaped', async () => {
+  it('with a child that would outlive its thread: ended as soon as its actor is gone, and reaped', async () => {
     const { ActorHost } = (await import(HOST)) as typeof import('../src/actorHost.js');
     const host = new ActorHost({ warmSpare: false });
     const mark = newMark('outlives-thread');
     try {
       const handle = host.create();
-      // It ignores stdin's end and SIGTERM: only SIGKILL ends it.
+      // It ignores stdin's end and SIGTERM: only SIGKILL ends it, and nothing here sends one.
       await handle.request('start', startArgs('sigtermIgnoring.mjs', mark), { timeoutMs: 120_000 });
       const [pid] = pidsWithMarker(mark);
+      expect(isRunning(pid!)).toBe(true);
 
       await handle.worker.terminate();
-      await handle.exited;
-      expect(isRunning(pid!)).toBe(true);
-      await handle.killTree();
 
       await vi.waitFor(() => expect(isRunning(pid!)).toBe(false), WAIT);
       await expectNoZombies();
