@@ -13,7 +13,8 @@ import { createRequire } from 'node:module';
 import { ErrorCode, type McpTransportPool } from '@mcpool/core';
 // Not public (a view is made by the pool): this test drives one over its own channel.
 import { PooledConnection } from '../src/pooledConnection.js';
-import { RpcChannel, fingerprint, normalizeServerConfig, type ActorStartArgs, type ActorStartResult } from '@mcpool/protocol';
+import { spawnChild } from '../src/childSpawner.js';
+import { RpcChannel, fingerprint, normalizeServerConfig, type ActorStartArgs, type ActorStartResult, type SupervisorOps } from '@mcpool/protocol';
 import { fixtureConfig, pidFromResult, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { usePools } from '../../../test/helpers/pools.js';
 
@@ -119,7 +120,8 @@ describe('a shared modern upstream', () => {
     // The thread hosts connections: one is opened on a port of its own, which is its control channel.
     const thread = new RpcChannel(worker, { ownsPort: false });
     const connection = new MessageChannel();
-    const control = new RpcChannel(connection.port1);
+    // The actor asks its supervisor to spawn its server: this test is the supervisor.
+    const control = new RpcChannel(connection.port1, { handler: (_op, spawnArgs, ctx) => spawnChild(spawnArgs as SupervisorOps['spawnChild']['args'], ctx, () => undefined) });
     worker.on('exit', () => {
       thread.close('exited');
       control.close('exited');
