@@ -86,10 +86,11 @@ async function measureFraming(rounds) {
 }
 
 /**
- * Per round: `calls` sequential echo calls on the neighbour while the big entry answers 12 MiB
- * results back to back, and as many with nothing else running; the order alternates.
+ * Per round: sequential echo calls on the neighbour for as long as the big entry takes to answer
+ * `results` 12 MiB results back to back, and as many calls with nothing else running; the order
+ * of the two alternates.
  */
-async function measureNeighbour(ctx, rounds, calls, poolOptions, label) {
+async function measureNeighbour(ctx, rounds, results, poolOptions, label) {
   const events = {};
   const pool = createPool(events, { drainDelayMs: 60_000, ...poolOptions });
   const busy = [];
@@ -99,36 +100,35 @@ async function measureNeighbour(ctx, rounds, calls, poolOptions, label) {
     const big = await pool.acquire('big', fixtureConfig(ctx.mark(`${label}-big`), 'bigResult.mjs'), 'bench');
     const echo = await pool.acquire('echo', fixtureConfig(ctx.mark(`${label}-echo`)), 'bench');
     for (let i = 0; i < 50; i++) await echo.callTool('echo', { text: 'warm' });
-    const timedCalls = async () => {
-      const latencies = [];
-      for (let i = 0; i < calls; i++) {
-        const t0 = performance.now();
-        await echo.callTool('echo', { text: `n${i}` });
-        latencies.push(performance.now() - t0);
-      }
-      return latencies;
+    const timedCall = async (i) => {
+      const t0 = performance.now();
+      await echo.callTool('echo', { text: `n${i}` });
+      return performance.now() - t0;
     };
+    let lastBusyCalls = 200;
     for (let round = 0; round < rounds; round++) {
       const phases = round % 2 === 0 ? ['calm', 'busy'] : ['busy', 'calm'];
       for (const phase of phases) {
+        const latencies = [];
         if (phase === 'calm') {
-          calm.push(await timedCalls());
+          for (let i = 0; i < lastBusyCalls; i++) latencies.push(await timedCall(i));
+          calm.push(latencies);
           continue;
         }
-        let stop = false;
+        let answered = 0;
         const loader = (async () => {
-          while (!stop) {
+          for (let i = 0; i < results; i++) {
             const t0 = performance.now();
             const result = await big.callTool('big', { mb: 12 });
             if (result.content[0].text.length !== 12 * MIB) throw new Error('a 12 MiB result came back cut');
             bigResults.push(performance.now() - t0);
+            answered += 1;
           }
         })();
-        // The first big result is on its way before the neighbour's calls start.
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        busy.push(await timedCalls());
-        stop = true;
+        for (let i = 0; answered < results && i < 1_000_000; i++) latencies.push(await timedCall(i));
         await loader;
+        busy.push(latencies);
+        lastBusyCalls = latencies.length;
       }
     }
   } finally {
@@ -180,7 +180,7 @@ export const isolationSection = {
   async run(ctx) {
     const framingRounds = ctx.quick ? 3 : 7;
     const neighbourRounds = ctx.quick ? 3 : 5;
-    const neighbourCalls = ctx.quick ? 200 : 400;
+    const neighbourResults = ctx.quick ? 2 : 3;
     const spawnRounds = ctx.quick ? 10 : 30;
 
     const framing = await measureFraming(framingRounds);
@@ -194,7 +194,7 @@ export const isolationSection = {
     ];
     const neighbour = [];
     for (const setup of setups) {
-      const measured = await measureNeighbour(ctx, neighbourRounds, neighbourCalls, setup.options, setup.label.replaceAll(' ', '-'));
+      const measured = await measureNeighbour(ctx, neighbourRounds, neighbourResults, setup.options, setup.label.replaceAll(' ', '-'));
       const p99 = (rounds) => rounds.map((latencies) => percentile(latencies, 99));
       const ratios = p99(measured.busy).map((busy, i) => ratio(busy, p99(measured.calm)[i]));
       neighbour.push({ ...setup, measured, busy: summarize(measured.busy.flat()), calm: summarize(measured.calm.flat()), ratio: median(ratios), ratios, big: summarize(measured.bigResults) });
@@ -218,9 +218,9 @@ export const isolationSection = {
           ],
         },
         {
-          title: `a neighbour's sequential echo calls: ${neighbourRounds} rounds × ${neighbourCalls} calls while another entry returns 12 MiB results back to back, and as many calm (ABBA)`,
-          columns: ['setup', 'calm p50 ms', 'calm p99 ms', 'busy p50 ms', 'busy p99 ms', 'p99 busy ÷ calm (per round)', '12 MiB result p50 ms', 'pool events'],
-          rows: neighbour.map((n) => [n.label, fmt(n.calm.p50, 2), fmt(n.calm.p99, 2), fmt(n.busy.p50, 2), fmt(n.busy.p99, 2), `${fmtRatio(n.ratio)} ${fmtRange(n.ratios)}`, fmt(n.big.p50), describeEvents(n.measured.events) || 'none']),
+          title: `a neighbour's sequential echo calls: ${neighbourRounds} rounds, each calling while another entry answers ${neighbourResults} 12 MiB results back to back, then as many calls calm (ABBA)`,
+          columns: ['setup', 'calls', 'calm p50 ms', 'calm p99 ms', 'busy p50 ms', 'busy p99 ms', 'p99 busy ÷ calm (per round)', '12 MiB result p50 ms', 'pool events'],
+          rows: neighbour.map((n) => [n.label, n.busy.n, fmt(n.calm.p50, 2), fmt(n.calm.p99, 2), fmt(n.busy.p50, 2), fmt(n.busy.p99, 2), `${fmtRatio(n.ratio)} ${fmtRange(n.ratios)}`, fmt(n.big.p50), describeEvents(n.measured.events) || 'none']),
         },
         {
           title: `spawning echo.mjs for a worker thread, ${spawnRounds} interleaved rounds`,
