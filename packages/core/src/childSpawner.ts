@@ -29,12 +29,15 @@ export async function spawnChild(args: SpawnChildArgs, ctx: RpcHandlerContext, o
   if (typeof args?.command !== 'string' || !Array.isArray(args.sockets) || args.sockets.length !== 3) {
     throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'spawnChild needs a command and three socket paths');
   }
-  const sockets: Socket[] = [];
-  try {
-    for (const path of args.sockets) sockets.push(await connectQuiet(path));
-  } catch (error) {
+  // All three at once: each goes to its own path, so the order they connect in does not matter.
+  const connecting = args.sockets.map((path) => connectQuiet(path));
+  const connected = await Promise.allSettled(connecting);
+  const sockets = connected.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  const refused = connected.find((outcome) => outcome.status === 'rejected');
+  if (refused !== undefined) {
     for (const socket of sockets) socket.destroy();
-    throw new PoolError(ErrorCode.SPAWN_FAILED, `the actor's stdio for ${args.command} could not be reached: ${(error as Error).message}`, { cause: error as Error });
+    const reason = refused.reason as Error;
+    throw new PoolError(ErrorCode.SPAWN_FAILED, `the actor's stdio for ${args.command} could not be reached: ${reason.message}`, { cause: reason });
   }
   let child;
   try {
