@@ -152,6 +152,12 @@ export const ErrorCode = {
    */
   BRIDGE_UNSUPPORTED_PROTOCOL_VERSION: 'MCPOOL_BRIDGE_UNSUPPORTED_PROTOCOL_VERSION',
 
+  // --- A client on this machine finding the daemon (`mcpool/local`, the VS Code extension) ----
+  /** No daemon answered, and starting one did not bring one up (the message says why and names the log). */
+  DAEMON_START_FAILED: 'MCPOOL_DAEMON_START_FAILED',
+  /** No operator token on this machine: `MCPOOL_TOKEN` is unset and no daemon has written its token file yet. */
+  NO_TOKEN: 'MCPOOL_NO_TOKEN',
+
   // --- The REST client (`@mcpool/client`): the request got no usable answer ------------------
   /** The daemon could not be reached (connection refused, DNS, reset). */
   UNREACHABLE: 'MCPOOL_UNREACHABLE',
@@ -267,6 +273,8 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.BRIDGE_HTTP_ERROR]: 502,
   [ErrorCode.BRIDGE_BAD_RESPONSE]: 502,
   [ErrorCode.BRIDGE_UNSUPPORTED_PROTOCOL_VERSION]: 400,
+  [ErrorCode.DAEMON_START_FAILED]: 502,
+  [ErrorCode.NO_TOKEN]: 401,
   [ErrorCode.UNREACHABLE]: 502,
   [ErrorCode.REQUEST_TIMEOUT]: 504,
   [ErrorCode.REQUEST_ABORTED]: 499,
@@ -329,6 +337,8 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.BRIDGE_HTTP_ERROR]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BRIDGE_BAD_RESPONSE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.BRIDGE_UNSUPPORTED_PROTOCOL_VERSION]: JsonRpcCode.UNSUPPORTED_PROTOCOL_VERSION,
+  [ErrorCode.DAEMON_START_FAILED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.NO_TOKEN]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.UNREACHABLE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.REQUEST_TIMEOUT]: JsonRpcCode.REQUEST_TIMEOUT,
   [ErrorCode.REQUEST_ABORTED]: JsonRpcCode.REQUEST_CANCELLED,
