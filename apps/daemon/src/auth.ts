@@ -9,11 +9,14 @@ import { join } from 'node:path';
 import { ConfigError } from '@mcpool/protocol';
 import type { Right } from '@mcpool/client';
 import type { ClientSpec } from './config/daemonConfig.js';
+import { TOKEN_FILE } from './local/token.js';
+
+// The reading side of the token lives with the other things a local client needs.
+export { TOKEN_FILE, readOperatorToken } from './local/token.js';
 
 /** Tokens shorter than this are refused: they could be guessed. */
 export const MIN_TOKEN_LENGTH = 16;
 export const OPERATOR_ID = 'operator';
-export const TOKEN_FILE = 'token';
 
 /** An authenticated caller. */
 export interface Principal {
@@ -73,16 +76,6 @@ export async function ensureOperatorToken(stateDir: string, env: Record<string, 
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw tokenFileError(path, error);
-  }
-}
-
-/** Reads the operator token without creating anything (the CLI's client commands). */
-export async function readOperatorToken(stateDir: string, env: Record<string, string | undefined>): Promise<string | undefined> {
-  if (env.MCPOOL_TOKEN) return env.MCPOOL_TOKEN;
-  try {
-    return (await readFile(join(stateDir, TOKEN_FILE), 'utf8')).trim() || undefined;
-  } catch {
-    return undefined;
   }
 }
 

@@ -11,12 +11,12 @@ import type { Readable, Writable } from 'node:stream';
 import { TOKEN_FILE } from '../auth.js';
 import { daemonUrl, UsageError, type CommandIo } from './clientCommands.js';
 import type { LogLevel } from '../config/daemonConfig.js';
-import { defaultStateDir } from '../config/paths.js';
+import { BIN_PATH, defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
 import { SecretRedactor } from '../secrets.js';
 import { VERSION } from '../version.js';
 import { Bridge, type TokenSource } from '@mcpool/gateway';
-import { DaemonStarter } from './autostart.js';
+import { DaemonStarter } from '../local/daemonStarter.js';
 
 export interface BridgeCommandOptions {
   /** `--url`: the MCP endpoint. @default `$MCPOOL_URL/mcp`, else `http://<host>:<port>/mcp` of the config */
@@ -120,7 +120,7 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
       const config = options.config ?? (env.MCPOOL_CONFIG || undefined);
       if (config) serveArgs.push('--config', resolve(io.cwd, config));
       if (explicit && url.port !== '') serveArgs.push('--port', url.port);
-      starter = new DaemonStarter({ baseUrl: url.origin, token: tracked, serveArgs, stateDir, env, cwd: stateDir, logger });
+      starter = new DaemonStarter({ baseUrl: url.origin, command: [process.execPath, BIN_PATH], serveArgs, stateDir, env, cwd: stateDir, logger });
     }
   }
 

@@ -4,12 +4,10 @@
  * of the config `serve` would use; the token from `MCPOOL_TOKEN` or the state directory's token
  * file.
  */
-import { readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type ReloadResult, type RestartResponse, type SessionInfo, type WorkspaceMcpStatus, type WorkspaceSession } from '@mcpool/client';
 import { readOperatorToken } from '../auth.js';
-import { DEFAULT_SETTINGS, parseJsonDocument, resolveSettings } from '../config/daemonConfig.js';
-import { discoverConfig } from '../config/discovery.js';
+import { localDaemonUrl } from '../local/address.js';
 import { defaultStateDir } from '../config/paths.js';
 
 export interface CommandIo {
@@ -34,20 +32,7 @@ export class UsageError extends Error {
 /** The URL the daemon listens on, as far as this machine's config says. */
 export async function daemonUrl(options: ConnectOptions, io: CommandIo): Promise<string> {
   if (options.url !== undefined && options.port !== undefined) throw new UsageError('give --url or --port, not both');
-  if (options.port !== undefined) return `http://127.0.0.1:${options.port}`;
-  const explicit = options.url ?? io.env.MCPOOL_URL;
-  if (explicit) return explicit;
-  // A config `serve` would refuse tells nothing better than the defaults: fall back to them.
-  let settings: { host: string; port: number } = DEFAULT_SETTINGS;
-  try {
-    settings = resolveSettings({}, io.env);
-    const source = discoverConfig({ ...(options.config ? { flag: options.config } : {}), env: io.env, cwd: io.cwd });
-    if (source.kind === 'file') settings = resolveSettings(parseJsonDocument(await readFile(source.path, 'utf8'), source.path), io.env, {}, source.path);
-  } catch {
-    // keep what we have
-  }
-  const host = settings.host === '0.0.0.0' || settings.host === '::' ? '127.0.0.1' : settings.host.includes(':') ? `[${settings.host}]` : settings.host;
-  return `http://${host}:${settings.port}`;
+  return localDaemonUrl(options, io);
 }
 
 /** A client of the daemon, with the token it uses (for the routes the client has no method for). */

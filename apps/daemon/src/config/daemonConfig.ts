@@ -12,6 +12,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, parseConfigText, parseServersDocument, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
 import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../local/address.js';
 import { issuesFrom, type Issue } from './zodIssues.js';
 
 /** Where the config came from. */
@@ -175,8 +176,8 @@ export interface SettingsOverrides {
 }
 
 export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSettings>({
-  port: 7070,
-  host: '127.0.0.1',
+  port: DEFAULT_PORT,
+  host: DEFAULT_HOST,
   budget: { clientBudget: 50, mode: 'warn' },
   pooledTransports: ['stdio', 'websocket'],
   drainDelayMs: 30_000,
