@@ -9,6 +9,7 @@ import type {
   CapabilitiesResponse,
   CreateSessionRequest,
   DaemonEvent,
+  DashboardCode,
   DaemonEventPayload,
   HealthResponse,
   ReadyResponse,
@@ -17,6 +18,7 @@ import type {
   RestartResponse,
   SessionInfo,
   SessionList,
+  StderrTail,
   ToolCallRequest,
   ToolCallResponse,
   WorkspaceMcpStatus,
@@ -127,6 +129,20 @@ export class McpoolClient {
    */
   authorizeServer(server: string, options: RequestOptions & { device?: boolean } = {}): Promise<AuthStartResponse> {
     return this.#json('POST', `/workspace/mcp/${encodeURIComponent(server)}/auth`, options.device === true ? { device: true } : {}, options);
+  }
+
+  /** `GET /workspace/mcp/:server/stderr`: the last `lines` (default 50, at most 100) stderr lines of each live entry of a server, scrubbed of secrets. Unknown server: 404. */
+  serverStderr(server: string, options: RequestOptions & { lines?: number } = {}): Promise<StderrTail> {
+    const query = options.lines === undefined ? '' : `?lines=${encodeURIComponent(String(options.lines))}`;
+    return this.#json('GET', `/workspace/mcp/${encodeURIComponent(server)}/stderr${query}`, undefined, options);
+  }
+
+  /**
+   * `POST /ui/login-code`: a one-time code that signs a browser in to the dashboard — open
+   * `<baseUrl>/?code=<code>` within `expiresInMs`; the page trades it for a cookie, once.
+   */
+  dashboardCode(options?: RequestOptions): Promise<DashboardCode> {
+    return this.#json('POST', '/ui/login-code', {}, options);
   }
 
   /** `POST /workspace/mcp/reload-all`: re-reads the daemon's config. An invalid file: 409, nothing applied. */

@@ -197,7 +197,10 @@ export interface WorkspaceSession {
   id: string;
   /** The client (token) that opened it: `operator` for the daemon's own token. */
   clientId: string;
+  /** A REST session's label, or the label a `/mcp` client gave its session (the `Mcpool-Session-Label` header). */
   label?: string;
+  /** Legacy `/mcp` sessions: the name and version the client gave in `initialize` (which editor, which tool). */
+  client?: { name: string; version: string };
   /** `/mcp/<server>` sessions: that server. */
   scope?: string;
   /**
@@ -229,6 +232,18 @@ export interface ToolCallRequest {
 /** `POST /sessions/:id/tools/call`: the MCP result as the server sent it. */
 export interface ToolCallResponse {
   result: Record<string, unknown>;
+}
+
+/** `GET /workspace/mcp/:server/stderr`: each live entry's last stderr lines, scrubbed. */
+export interface StderrTail {
+  server: string;
+  entries: { entryIndex: number; lines: string[] }[];
+}
+
+/** `POST /ui/login-code`: a code that signs a browser in to the dashboard once. */
+export interface DashboardCode {
+  code: string;
+  expiresInMs: number;
 }
 
 /** `GET /capabilities`. */

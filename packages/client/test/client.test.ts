@@ -53,6 +53,17 @@ describe('McpoolClient requests', () => {
     expect(isRestartEntries({ restarted: true, durationMs: 1 })).toBe(false);
   });
 
+  it('reads a server’s stderr tail and asks for a dashboard sign-in code', async () => {
+    const { fetch, calls } = fakeFetch((call) => (call.url.endsWith('/ui/login-code') ? json(200, { code: 'c0de', expiresInMs: 120_000 }) : json(200, { server: 'a b', entries: [{ entryIndex: 0, lines: ['hi'] }] })));
+    const client = new McpoolClient({ token: 't', fetch });
+    expect(await client.serverStderr('a b', { lines: 20 })).toEqual({ server: 'a b', entries: [{ entryIndex: 0, lines: ['hi'] }] });
+    expect(calls[0]!.url).toBe('http://127.0.0.1:7070/workspace/mcp/a%20b/stderr?lines=20');
+    expect(calls[0]!.init.method).toBe('GET');
+    expect(await client.dashboardCode()).toEqual({ code: 'c0de', expiresInMs: 120_000 });
+    expect(calls[1]!.url).toBe('http://127.0.0.1:7070/ui/login-code');
+    expect(calls[1]!.init.method).toBe('POST');
+  });
+
   it('turns an error answer into McpoolHttpError with the daemon’s code', async () => {
     const { fetch } = fakeFetch(() => json(404, { statusCode: 404, code: 'MCPOOL_NOT_FOUND', error: 'Not Found', message: 'no session "x"' }));
     const error = await new McpoolClient({ token: 't', fetch }).deleteSession('x').catch((e: unknown) => e);

@@ -140,7 +140,7 @@ export function formatSessions(sessions: SessionInfo[], mcpSessions: WorkspaceSe
     for (const session of mcpSessions) {
       const servers = session.servers.map((server) => `${server.name}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
       const era = session.era === 'modern' ? `modern (${session.listens ?? 0} listen${session.listens === 1 ? '' : 's'})` : (session.era ?? 'legacy');
-      rows.push([session.id, era, session.clientId, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
+      rows.push([session.id, era, session.client === undefined ? session.clientId : `${session.clientId} (${session.client.name} ${session.client.version})`, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
     }
     out.push(table(rows));
   }

@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
+import { McpoolClient, McpoolHttpError } from '@mcpool/client';
 import { readOperatorToken } from '../auth.js';
 import { defaultStateDir } from '../config/paths.js';
 import { UsageError, daemonUrl, type CommandIo } from './clientCommands.js';
@@ -37,18 +38,18 @@ export async function runUi(options: UiOptions, io: CommandIo): Promise<number> 
   const base = (await daemonUrl(options, io)).replace(/\/+$/, '');
   const token = await readOperatorToken(defaultStateDir({ env: io.env }), io.env);
   if (token === undefined) throw new UsageError('no token: set MCPOOL_TOKEN, or start `mcpool serve` once');
-  let response: Response;
+  let code: string;
+  let expiresInMs: number;
   try {
-    response = await fetch(`${base}/ui/login-code`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(10_000) });
+    ({ code, expiresInMs } = await new McpoolClient({ baseUrl: base, token, timeoutMs: 10_000 }).dashboardCode());
   } catch (error) {
+    if (error instanceof McpoolHttpError) {
+      io.stderr(`the daemon refused a sign-in code: ${error.statusCode} ${error.code}: ${error.message}`);
+      return 1;
+    }
     io.stderr(`cannot reach the daemon at ${base}: ${(error as Error).message}`);
     return 3;
   }
-  if (!response.ok) {
-    io.stderr(`the daemon refused a sign-in code: ${response.status} ${await response.text()}`);
-    return 1;
-  }
-  const { code, expiresInMs } = (await response.json()) as { code: string; expiresInMs: number };
   const address = `${base}/?code=${encodeURIComponent(code)}`;
   if (options.open === false) {
     io.stdout(address);

@@ -23,6 +23,7 @@ import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
 import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
+import { SESSION_LABEL_HEADER, sessionLabelOf } from '../local/sessionLabel.js';
 import { GatewaySession } from './gatewaySession.js';
 import { UpstreamLogLevels } from './logLevels.js';
 import { ModernRouter, RpcCode, classifyEra, rpcErrorBody, type ModernAnswer } from '@mcpool/gateway';
@@ -45,6 +46,10 @@ export interface GatewaySessionInfo {
   clientId: string;
   /** `/mcp/<server>`: that server; absent for the aggregating `/mcp`. */
   scope?: string;
+  /** Legacy only: the client's own name for the session (its `Mcpool-Session-Label` header). */
+  label?: string;
+  /** Legacy only: the name and version the client gave in `initialize`. */
+  client?: { name: string; version: string };
   createdAt: string;
   lastActivityAt: string;
   /** HTTP requests under way (a GET stream counts). */
@@ -157,6 +162,8 @@ export class Gateway {
         era: 'legacy' as const,
         clientId: session.principalId,
         ...(session.scope === undefined ? {} : { scope: session.scope }),
+        ...(session.label === undefined ? {} : { label: session.label }),
+        ...(session.clientInfo === undefined ? {} : { client: session.clientInfo }),
         createdAt: new Date(session.createdAt).toISOString(),
         lastActivityAt: new Date(session.lastSeen).toISOString(),
         active: session.active,
@@ -289,7 +296,7 @@ export class Gateway {
           },
           observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
         },
-        { id: randomUUID(), principalId: principal.id, scope, servers, client: declaredClient(body.params) },
+        { id: randomUUID(), principalId: principal.id, scope, servers, client: declaredClient(body.params), label: sessionLabelOf(request.headers[SESSION_LABEL_HEADER]) },
       );
       // The one server of `/mcp/<server>` is waited for; the aggregate opens with those ready in time.
       if (scope === undefined) await session.acquireReady((name) => this.#joinDeadline(name), (name) => this.#joinWaits.delete(name));

@@ -102,6 +102,8 @@ export interface GatewaySessionInit {
   servers: readonly string[];
   /** What the downstream client declared in its `initialize`; each view carries it upstream. */
   client?: ViewClientInfo | undefined;
+  /** The client's own name for the session (the `Mcpool-Session-Label` header), shown in listings. */
+  label?: string | undefined;
 }
 
 interface Slot {
@@ -121,6 +123,7 @@ export class GatewaySession {
   readonly poolSessionId: string;
   readonly principalId: string;
   readonly scope: string | undefined;
+  readonly label: string | undefined;
   readonly #client: ViewClientInfo | undefined;
   /** When it was opened (ms since the epoch). */
   readonly createdAt = Date.now();
@@ -142,12 +145,19 @@ export class GatewaySession {
   /** Notifications the client has not taken yet (bounded; a client that stops reading is cut). */
   readonly #outbox: SessionOutbox;
 
+  /** The name and version the client gave in `initialize`. */
+  get clientInfo(): { name: string; version: string } | undefined {
+    const info = this.#client?.clientInfo;
+    return info === undefined ? undefined : { name: info.name, version: info.version };
+  }
+
   constructor(deps: GatewaySessionDeps, init: GatewaySessionInit) {
     this.#deps = deps;
     this.id = init.id;
     this.poolSessionId = `mcp:${init.id}`;
     this.principalId = init.principalId;
     this.scope = init.scope;
+    this.label = init.label;
     this.#client = init.client;
     this.#logger = deps.logger;
     this.#outbox = new SessionOutbox({

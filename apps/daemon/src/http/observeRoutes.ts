@@ -29,6 +29,8 @@ export const workspaceSessionsSchema = z.object({
       label: z.string().optional(),
       /** `/mcp/<server>` sessions: that server. */
       scope: z.string().optional(),
+      /** Legacy `/mcp` sessions: the name and version the client gave in `initialize`. */
+      client: z.object({ name: z.string(), version: z.string() }).strict().optional(),
       /**
        * `/mcp` only. `legacy`: a 2025-11-25 session (`Mcp-Session-Id`); `modern`: the views held
        * for one client's stateless 2026-07-28 requests on one endpoint, with its listen streams.
@@ -94,6 +96,8 @@ export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySess
     id: session.id,
     clientId: session.clientId,
     ...(session.scope === undefined ? {} : { scope: session.scope }),
+    ...(session.label === undefined ? {} : { label: session.label }),
+    ...(session.client === undefined ? {} : { client: session.client }),
     era: session.era,
     ...(session.listens === undefined ? {} : { listens: session.listens }),
     createdAt: session.createdAt,
