@@ -63,6 +63,7 @@ export async function linkDaemon(options: DaemonLinkOptions): Promise<DaemonLink
   const url = new URL(baseUrl);
   const command = options.command ?? [];
   let startedPid: number | undefined;
+  let answered = false;
   if (command.length > 0 && command[0] !== '' && LOOPBACK.has(url.hostname)) {
     const serveArgs: string[] = [];
     const configFile = config ?? (env.MCPOOL_CONFIG ? resolve(stateDir, env.MCPOOL_CONFIG) : undefined);
@@ -82,13 +83,15 @@ export async function linkDaemon(options: DaemonLinkOptions): Promise<DaemonLink
       throw new PoolError(ErrorCode.DAEMON_START_FAILED, `no mcpool daemon answers at ${baseUrl}, and starting one failed: ${starter.failure ?? 'unknown reason'}`);
     }
     startedPid = starter.pid;
+    answered = true;
   }
   const token = await readOperatorToken(stateDir, env);
   if (token === undefined) {
     throw new PoolError(ErrorCode.NO_TOKEN, `no mcpool token: set MCPOOL_TOKEN, or start \`mcpool serve\` once (it writes ${resolve(stateDir, 'token')})`);
   }
   const client = new McpoolClient({ baseUrl, token, timeoutMs: 15_000 });
-  // A link is to a daemon that answers: a dead address is the caller's to report, not a link.
-  await client.health();
+  // A link is to a daemon that answers (the starter saw its port answer): a dead address is the
+  // caller's to report, not a link.
+  if (!answered) await client.health();
   return { baseUrl, stateDir, token, client, startedPid };
 }

@@ -61,16 +61,17 @@ export class LiveMetadata implements MetadataSource {
   }
 
   async read(server: string, signal?: AbortSignal): Promise<ServerMetadata> {
-    const discovered = await this.#request(server, 'server/discover', {}, signal);
+    // Both at once: the first page does not wait for the description.
+    const [discovered, first] = await Promise.all([this.#request(server, 'server/discover', {}, signal), this.#request(server, 'tools/list', {}, signal)]);
     const tools: ToolDefinition[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const listed = await this.#request(server, 'tools/list', cursor === undefined ? {} : { cursor }, signal);
+    let listed = first;
+    for (let page = 1; ; page++) {
       for (const tool of Array.isArray(listed.tools) ? (listed.tools as unknown[]) : []) {
         if (typeof tool === 'object' && tool !== null && typeof (tool as { name?: unknown }).name === 'string') tools.push(tool as ToolDefinition);
       }
-      cursor = typeof listed.nextCursor === 'string' && listed.nextCursor !== '' ? listed.nextCursor : undefined;
-      if (cursor === undefined) break;
+      const cursor = typeof listed.nextCursor === 'string' && listed.nextCursor !== '' ? listed.nextCursor : undefined;
+      if (cursor === undefined || page >= MAX_PAGES) break;
+      listed = await this.#request(server, 'tools/list', { cursor }, signal);
     }
     const meta = discovered._meta as Record<string, unknown> | undefined;
     return {
