@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { isProcessAlive } from 'mcpool/local';
 
 export const FIXTURES = fileURLToPath(new URL('../fixtures/servers/', import.meta.url));
 
@@ -32,14 +33,8 @@ export function pidsWithMarker(mark: string): number[] {
   return pids;
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** Whether `pid` runs (mcpool/local's check, which the start lock relies on). */
+export const isAlive = isProcessAlive;
 
 /** Kills (SIGKILL) what a test left with its marker; returns how many it found. */
 export function killMarked(mark: string): number {

@@ -5,7 +5,6 @@
  * a command that does not exist, no daemon and no command.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -13,6 +12,7 @@ import { ErrorCode } from '@mcpool/protocol/errorCodes';
 import { BIN } from '../../daemon/test/e2e/bridgeProcess.js';
 import { fixtureConfig, isAlive, killMarked, marker } from '../../../test/helpers/processes.js';
 import { daemonEnvironment, linkDaemon } from '../src/daemonLink.js';
+import { freePort } from '../../../test/helpers/ports.js';
 
 const mark = marker('vscode-link');
 const dir = mkdtempSync(join(tmpdir(), 'mcpool-vscode-link-'));
@@ -25,13 +25,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 describe('linking a window to the daemon', () => {
   it('starts the daemon with the mcpool command when none answers, then reads its token', async () => {

@@ -7,7 +7,6 @@
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,6 +14,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { main } from 'mcpool';
 import { fixtureConfig, isAlive, killMarked, marker } from '../../../../test/helpers/processes.js';
 import { BIN } from './bridgeProcess.js';
+import { freePort } from '../../../../test/helpers/ports.js';
 
 const mark = marker('autostart-cwd');
 const dir = mkdtempSync(join(tmpdir(), 'mcpool-autostart-'));
@@ -23,13 +23,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 describe.runIf(process.platform === 'linux')('--autostart', () => {
   it('runs the daemon in the state directory with the absolute path of the config it was given', async () => {

@@ -8,7 +8,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,22 +15,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { McpoolClient } from '@mcpool/client';
 import { fixtureConfig, isAlive, killMarked, marker } from '../../../../test/helpers/processes.js';
 import { BIN } from './bridgeProcess.js';
+import { freePort } from '../../../../test/helpers/ports.js';
 
 const mark = marker('bridge-daemon');
 let dir: string;
-
-/**
- * A port free right now on 127.0.0.1. Only for `--autostart`, where the bridge must know the port
- * before any daemon runs: another process could take it between this probe and the daemon's
- * listen (the test then fails with EADDRINUSE in the daemon's log, not silently).
- */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 interface Serve {
   child: ChildProcess;

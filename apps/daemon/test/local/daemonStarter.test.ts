@@ -7,7 +7,6 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +15,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { DaemonStarter, START_FAILED_FILE } from 'mcpool/local';
 import { fixtureConfig, isAlive, killMarked, marker, pidsWithMarker } from '../../../../test/helpers/processes.js';
 import { BIN } from '../e2e/bridgeProcess.js';
+import { freePort } from '../../../../test/helpers/ports.js';
 
 const run = promisify(execFile);
 const ONCE = fileURLToPath(new URL('./startOnce.mjs', import.meta.url));
@@ -29,13 +29,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 interface Outcome {
   ok: boolean;
