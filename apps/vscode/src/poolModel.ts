@@ -154,8 +154,10 @@ export class PoolModel {
     if (this.#closed) return undefined;
     this.#relinkAttempt = 0;
     this.#setView({ ...this.#view, link, baseUrl: link.baseUrl, error: undefined });
-    this.#follow(link);
+    // The first read alone decides when the definitions are ready; the stream opens after it, and
+    // its open reads once more what changed in between.
     await this.refresh('all');
+    if (this.#view.link === link && !this.#closed) this.#follow(link);
     return this.#view.link;
   }
 
