@@ -57,6 +57,7 @@ const vscode = {
     workspaceFolders: [],
     getConfiguration: () => ({ get: (_key, fallback) => fallback }),
     onDidChangeWorkspaceFolders: () => disposable,
+    onDidChangeConfiguration: () => disposable,
   },
   commands: { registerCommand: () => disposable },
   env: { openExternal: async () => true, asExternalUri: async (uri) => uri },

@@ -1,22 +1,28 @@
 /**
  * The extension in a real VS Code: code-server (VS Code 1.139) with the built `.vsix` installed,
- * two windows on two folders in headless Chromium, against a real daemon with two fixture servers
- * on 127.0.0.1. Neither folder has an `mcp.json`.
+ * windows in headless Chromium, against a real daemon with two fixture servers on 127.0.0.1. No
+ * folder has an `mcp.json`.
  *
- * 1. Both windows show the pool's servers; with the metadata proposal enabled, VS Code lists
- *    their tools (`vscode.lm.tools`) before starting anything — the daemon has no session of
- *    VS Code yet.
- * 2. Each window starts both servers from "MCP: List Servers": the daemon shows four sessions
- *    whose client info names VS Code (two per window, told apart by their labels), and exactly one
- *    process runs per server (a window per process set would be two each).
- * 3. A tool is called from the editor (`vscode.lm.invokeTool`, through a test-only extension):
- *    VS Code asks "Run echo", the test says Yes, the answer comes from the pool; each window's
- *    `pid` call names the same one process.
- * 4. Closing a window ends its sessions in the daemon at once (not after the idle TTL); the other
- *    window's stay.
+ * 1. Two windows on two folders show the pool's servers, and VS Code lists their tools
+ *    (`vscode.lm.tools`) from the metadata the extension provides, before anything starts: the
+ *    daemon has no session of VS Code.
+ * 2. A tool called from the editor (`vscode.lm.invokeTool`, through a test-only extension) — VS
+ *    Code asks "Run echo", the test says Yes — starts its server on the call, and the answer comes
+ *    from the pool.
+ * 3. Each window starts the servers it has not yet from "MCP: List Servers": the daemon shows four
+ *    sessions whose client info names VS Code (two per window, told apart by their labels), and
+ *    exactly one process runs per server (a process set per window would be two each); each
+ *    window's `pid` call names the same process.
+ * 4. Closing a window ends its sessions in the daemon at once (not after the idle TTL).
+ * 5. A window killed outright (its extension host SIGKILLed: no deactivation) leaves its sessions;
+ *    the next window that activates ends them.
  * Screenshots of each step go to `test-results/vscode-e2e/`.
  *
- * Without code-server (a developer machine) it skips and says how to install it.
+ * code-server enables every API proposal for every extension (its `isProposedApiEnabled` answers
+ * true), so the metadata path is what runs here; a desktop VS Code without
+ * `--enable-proposed-api` ignores the metadata and starts a server from "MCP: List Servers" or for
+ * chat, as step 3 does. Without code-server (a developer machine) the test skips and says how to
+ * install it.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +47,7 @@ const markEcho2 = marker('vscode-e2e-echo2');
 
 let dir: string;
 let daemon: DaemonProcess;
-let codeServer: CodeServer;
+let codeServer: CodeServer | undefined;
 let browser: Browser;
 const probeDir = (): string => join(dir, 'probe');
 
@@ -86,7 +92,7 @@ async function command(page: Page, title: string): Promise<void> {
 async function openWindow(folder: string): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.setDefaultTimeout(120_000);
-  await page.goto(`${codeServer.url}/?folder=${encodeURIComponent(folder)}`, { timeout: 240_000, waitUntil: 'domcontentloaded' });
+  await page.goto(`${codeServer!.url}/?folder=${encodeURIComponent(folder)}`, { timeout: 240_000, waitUntil: 'domcontentloaded' });
   // The extension's status bar item: it activated, found the daemon and read the pool.
   await page.locator('.statusbar-item', { hasText: 'sessions' }).first().waitFor({ timeout: 240_000 });
   return page;
@@ -102,6 +108,40 @@ async function probeResult(folder: string, what: string): Promise<Record<string,
     },
     { timeout: 120_000, interval: 200 },
   );
+}
+
+/** The names of the tools `vscode.lm.tools` lists in the window on `folder` now. */
+async function toolNames(page: Page, folder: string): Promise<string[]> {
+  rmSync(join(probeDir(), `${folder}-tools.json`), { force: true });
+  await command(page, 'mcpool probe: List Tools');
+  return ((await probeResult(folder, 'tools')).tools as { name: string }[]).map((tool) => tool.name);
+}
+
+/** A tool call made through the probe (`vscode.lm.invokeTool`), confirmed in VS Code's dialog. */
+async function callTool(page: Page, folder: string, probe: 'Echo' | 'Pid', onDialog?: () => Promise<void>): Promise<string> {
+  const what = `call_${probe.toLowerCase()}`;
+  rmSync(join(probeDir(), `${folder}-${what}.json`), { force: true });
+  await command(page, `mcpool probe: Call ${probe}`);
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ timeout: 120_000 });
+  expect(await dialog.innerText()).toMatch(/Run (echo|pid)/);
+  await onDialog?.();
+  await dialog.getByRole('button', { name: 'Yes' }).click();
+  const result = await probeResult(folder, what);
+  expect(result.error, JSON.stringify(result)).toBeUndefined();
+  return (result.parts as string[]).join('');
+}
+
+/** Starts code-server with the built extension and the probe. */
+async function startVsCode(): Promise<CodeServer> {
+  const probe = await packageExtension(PROBE, join(dir, 'probe.vsix'));
+  return startCodeServer({
+    setup: setup!,
+    dir: join(dir, 'code-server'),
+    extensions: [VSIX, probe],
+    proposedApi: [EXTENSION_ID],
+    env: { MCPOOL_URL: daemon.url, MCPOOL_STATE_DIR: join(daemon.dir, 'state'), MCPOOL_PROBE_DIR: probeDir() },
+  });
 }
 
 /** The row of server `name` in "MCP: List Servers" (its label runs into its state: `echoStopped`, `echo2Running`). */
@@ -140,17 +180,9 @@ describe.skipIf(setup === undefined)(`VS Code windows share the pool (${setup ==
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mcpool-vscode-e2e-'));
     mkdirSync(probeDir(), { recursive: true });
-    for (const folder of ['alpha', 'beta']) mkdirSync(join(dir, folder));
+    for (const folder of ['alpha', 'beta', 'gamma']) mkdirSync(join(dir, folder));
     expect(existsSync(VSIX), `${VSIX} (npm run build builds it)`).toBe(true);
     daemon = await startDaemonProcess('vscode-e2e', markEcho, { echo: fixtureConfig('echo.mjs', markEcho), echo2: fixtureConfig('echo.mjs', markEcho2) });
-    const probe = await packageExtension(PROBE, join(dir, 'probe.vsix'));
-    codeServer = await startCodeServer({
-      setup: setup!,
-      dir,
-      extensions: [VSIX, probe],
-      proposedApi: [EXTENSION_ID],
-      env: { MCPOOL_URL: daemon.url, MCPOOL_STATE_DIR: join(daemon.dir, 'state'), MCPOOL_PROBE_DIR: probeDir() },
-    });
     browser = await launchChromium();
   }, 600_000);
 
@@ -169,39 +201,40 @@ describe.skipIf(setup === undefined)(`VS Code windows share the pool (${setup ==
   }, 120_000);
 
   // No retry: a second attempt would find the first one's windows and sessions.
-  it('two windows, two folders, no mcp.json: one process per server, a tool called from the editor, sessions ended on close', { timeout: 900_000, retry: 0 }, async () => {
-    // 1. Both windows open; the extension provides the pool's servers with their metadata.
+  it('two windows, two folders, no mcp.json: one process per server, tools before any start, a call from the editor, sessions ended', { timeout: 900_000, retry: 0 }, async () => {
+    codeServer = await startVsCode();
+
+    // 1. Both windows show the pool's servers and know their tools; nothing has started.
     const [alpha, beta] = await Promise.all([openWindow(join(dir, 'alpha')), openWindow(join(dir, 'beta'))]);
     await shot(alpha, '01-alpha-opened');
     await shot(beta, '02-beta-opened');
-    for (const [page, folder] of [[alpha, 'alpha'], [beta, 'beta']] as const) {
-      // VS Code registers the tools a moment after it received the definitions: ask until it has.
-      await vi.waitFor(
-        async () => {
-          rmSync(join(probeDir(), `${folder}-tools.json`), { force: true });
-          await command(page, 'mcpool probe: List Tools');
-          const names = ((await probeResult(folder, 'tools')).tools as { name: string }[]).map((tool) => tool.name);
-          expect(names.filter((name) => name.startsWith('mcp_')).length, names.join(', ')).toBeGreaterThanOrEqual(14);
-          expect(names.some((name) => name.endsWith('_echo'))).toBe(true);
-        },
-        { timeout: 180_000, interval: 2000 },
-      );
-    }
-    // Tools listed, nothing started: the daemon has no session of VS Code.
-    expect(await vscodeSessions()).toEqual([]);
-
-    // 2. Each window starts both servers.
     await command(alpha, 'MCP: List Servers');
     const rows = alpha.locator('.quick-input-list .monaco-list-row');
     await rows.filter({ hasText: serverRow('echo2') }).first().waitFor();
     expect(await rows.allInnerTexts()).toEqual(expect.arrayContaining([expect.stringMatching(serverRow('echo')), expect.stringMatching(serverRow('echo2'))]));
     await shot(alpha, '03-alpha-list-servers');
     await alpha.keyboard.press('Escape');
-    for (const page of [alpha, beta]) {
-      for (const name of ['echo', 'echo2']) await startServer(page, name);
+    for (const [page, folder] of [[alpha, 'alpha'], [beta, 'beta']] as const) {
+      // VS Code registers the tools a moment after it received the definitions: ask until it has.
+      await vi.waitFor(
+        async () => {
+          const names = await toolNames(page, folder);
+          expect(names.filter((name) => name.startsWith('mcp_')).length, names.join(', ')).toBeGreaterThanOrEqual(14);
+        },
+        { timeout: 180_000, interval: 2000 },
+      );
     }
-    expect((await vscodeSessions()).length).toBe(4);
+    expect(await vscodeSessions()).toEqual([]);
+
+    // 2. A call from the editor starts its server and is answered by the pool.
+    expect(await callTool(alpha, 'alpha', 'Echo', () => shot(alpha, '04-alpha-confirm-tool'))).toBe('hello through the pool');
+    expect((await vscodeSessions()).map((session) => session.scope)).toEqual(['echo']);
+
+    // 3. Each window starts the rest: four sessions, two processes; both windows reach one process.
+    await startServer(alpha, 'echo2');
+    for (const name of ['echo', 'echo2']) await startServer(beta, name);
     const opened = await vscodeSessions();
+    expect(opened).toHaveLength(4);
     const byLabel = new Map<string, string[]>();
     for (const session of opened) byLabel.set(session.label!, [...(byLabel.get(session.label!) ?? []), session.scope!]);
     expect([...byLabel.values()].map((scopes) => scopes.sort())).toEqual([
@@ -209,37 +242,17 @@ describe.skipIf(setup === undefined)(`VS Code windows share the pool (${setup ==
       ['echo', 'echo2'],
     ]);
     expect(opened.every((session) => session.client!.version.length > 0)).toBe(true);
-    // Two windows × two servers: two processes, not four.
     expect(pidsWithMarker(markEcho)).toHaveLength(1);
     expect(pidsWithMarker(markEcho2)).toHaveLength(1);
-    await command(beta, 'MCP: List Servers');
-    await beta.locator('.quick-input-list .monaco-list-row', { hasText: /Running/ }).first().waitFor();
-    await shot(beta, '04-beta-servers-running');
-    await beta.keyboard.press('Escape');
-
-    // 3. A tool call from the editor, confirmed in VS Code's own dialog.
-    await command(alpha, 'mcpool probe: Call Echo');
-    const dialog = alpha.locator('.monaco-dialog-box');
-    await dialog.waitFor({ timeout: 60_000 });
-    expect(await dialog.innerText()).toContain('Run echo');
-    await shot(alpha, '05-alpha-confirm-tool');
-    await dialog.getByRole('button', { name: 'Yes' }).click();
-    expect(await probeResult('alpha', 'call_echo')).toMatchObject({ parts: ['hello through the pool'] });
-    const pids: number[] = [];
-    for (const [page, folder] of [[alpha, 'alpha'], [beta, 'beta']] as const) {
-      await command(page, 'mcpool probe: Call Pid');
-      const confirm = page.locator('.monaco-dialog-box');
-      await confirm.waitFor({ timeout: 60_000 });
-      await confirm.getByRole('button', { name: 'Yes' }).click();
-      const result = await probeResult(folder, 'call_pid');
-      pids.push((JSON.parse((result.parts as string[])[0]!) as { pid: number }).pid);
-    }
+    const pids = [JSON.parse(await callTool(alpha, 'alpha', 'Pid')) as { pid: number }, JSON.parse(await callTool(beta, 'beta', 'Pid')) as { pid: number }].map((answer) => answer.pid);
     expect(pids[0]).toBe(pids[1]);
     expect([...pidsWithMarker(markEcho), ...pidsWithMarker(markEcho2)]).toContain(pids[0]);
-    await shot(alpha, '06-alpha-after-calls');
+    await command(beta, 'MCP: List Servers');
+    await beta.locator('.quick-input-list .monaco-list-row', { hasText: /Running/ }).first().waitFor();
+    await shot(beta, '05-beta-servers-running');
+    await beta.keyboard.press('Escape');
 
     // 4. Closing a window ends its sessions; the other window's stay.
-    const labels = [...byLabel.keys()];
     await alpha.close();
     await vi.waitFor(
       async () => {
@@ -249,15 +262,29 @@ describe.skipIf(setup === undefined)(`VS Code windows share the pool (${setup ==
       },
       { timeout: 120_000, interval: 500 },
     );
-    const kept = (await vscodeSessions())[0]!.label!;
-    expect(labels).toContain(kept);
-    await shot(beta, '07-beta-after-alpha-closed');
+    const betaLabel = (await vscodeSessions())[0]!.label!;
+    expect([...byLabel.keys()]).toContain(betaLabel);
+    await shot(beta, '06-beta-after-alpha-closed');
 
-    // The figures the extension measured in each window: activation → definitions provided.
-    const lines = extensionLogs(codeServer.userDataDir, 'mcpool.log');
-    const provided = lines.filter((line) => line.includes('definitions provided'));
-    console.log(`vscode-e2e: ${provided.join('\n')}`);
-    expect(provided.length).toBeGreaterThanOrEqual(2);
-    writeFileSync(join(SHOTS, 'extension-log.txt'), `${lines.join('\n')}\n`);
+    // 5. beta's extension host dies without deactivating: its sessions stay until a window ends them.
+    const betaHost = Number(/^vscode\/(\d+)\//.exec(betaLabel)![1]);
+    await beta.close();
+    process.kill(betaHost, 'SIGKILL');
+    expect((await vscodeSessions()).map((session) => session.label)).toEqual([betaLabel, betaLabel]);
+    const gamma = await openWindow(join(dir, 'gamma'));
+    await vi.waitFor(async () => expect(await vscodeSessions()).toEqual([]), { timeout: 120_000, interval: 500 });
+    await shot(gamma, '07-gamma-after-orphans-ended');
+    await gamma.close();
+    report(codeServer);
   });
 });
+
+/** Prints what the extension measured in each window (activation → definitions provided) and keeps its logs. */
+function report(server: CodeServer): void {
+  const lines = extensionLogs(server.userDataDir, 'mcpool.log');
+  const provided = lines.filter((line) => line.includes('definitions provided'));
+  console.log(`vscode-e2e: ${provided.join('\n')}`);
+  expect(provided.length).toBeGreaterThanOrEqual(1);
+  mkdirSync(SHOTS, { recursive: true });
+  writeFileSync(join(SHOTS, `extension-log-${server.pid}.txt`), `${lines.join('\n')}\n`);
+}
