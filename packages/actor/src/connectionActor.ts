@@ -10,6 +10,7 @@ import { threadId, type MessagePort } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
 import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents, WireError } from '@mcpool/protocol';
 import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
+import { upstreamUnavailable } from '@mcpool/protocol/refusals';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection, authRequired } from './serverConnection.js';
 import { TransportLostError, signalGroup } from './transports/processGroupStdioTransport.js';
@@ -235,7 +236,7 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
                 broadcast('status', { status: 'disconnected', generation: store.snapshot.generation, clientGeneration, reason: 'transport_closed' });
               });
               clientGeneration = generation;
-              store.reset(conn.lists, generation, { serverInfo: conn.serverInfo, capabilities: conn.capabilities, instructions: conn.instructions });
+              store.reset(conn.lists, generation, { serverInfo: conn.serverInfo, capabilities: conn.capabilities, instructions: conn.instructions, era: conn.era });
               if (conn.era !== settledEra || conn.eraProbed) emitControl('era', { era: conn.era, protocolVersion: conn.protocolVersion, probed: conn.eraProbed });
               settledEra = conn.era;
               conn.onListChanged((kind) => {
@@ -342,10 +343,11 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
       // A modern server answers some refusals (a header mismatch, a missing capability) with a
       // 4xx whose body is the JSON-RPC error: the caller gets its code, as for any server error.
       const rpc = jsonRpcErrorIn(error.body);
-      const data = rpc === undefined ? { httpStatus: error.status } : { httpStatus: error.status, mcpCode: rpc.code, ...(rpc.data === undefined ? {} : { mcpData: rpc.data }) };
-      return new PoolError(ErrorCode.UPSTREAM_ERROR, rpc?.message ?? error.message, { cause: error, data });
+      if (rpc === undefined) return upstreamUnavailable(args!.serverName, error.message, { httpStatus: error.status, cause: error });
+      const data = { httpStatus: error.status, mcpCode: rpc.code, ...(rpc.data === undefined ? {} : { mcpData: rpc.data }) };
+      return new PoolError(ErrorCode.UPSTREAM_ERROR, rpc.message, { cause: error, data });
     }
-    if (error instanceof UpstreamNetworkError) return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { cause: error });
+    if (error instanceof UpstreamNetworkError) return upstreamUnavailable(args!.serverName, error.message, { cause: error });
     return new PoolError(ErrorCode.INTERNAL, (error as Error)?.message ?? String(error), { cause: error });
   }
 

@@ -24,6 +24,7 @@
 import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerConfig, ToolInfo, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
+import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import type { ChildSpawner } from './transports/stdioChild.js';
@@ -164,7 +165,7 @@ export class ServerConnection {
     this.lists = emptyLists();
     client.setHooks({
       request: (method, params, signal) => {
-        if (this.#hooks === undefined) return Promise.reject(new PoolError(ErrorCode.DOWNSTREAM_ERROR, `mcpool cannot route ${method} yet`, { data: { mcpCode: -32603 } }));
+        if (this.#hooks === undefined) return Promise.reject(serverRequestRefused(method, 'the connection is still opening'));
         return this.#hooks.request(method, params, signal);
       },
       notification: (method, params) => this.#onNotification(method, params),

@@ -39,7 +39,7 @@ export class SnapshotStore {
   }
 
   /** A new transport incarnation: its discovered lists replace everything. */
-  reset(lists: Lists, clientGeneration: number, info: Pick<ServerSnapshot, 'serverInfo' | 'capabilities' | 'instructions'>): void {
+  reset(lists: Lists, clientGeneration: number, info: Pick<ServerSnapshot, 'serverInfo' | 'capabilities' | 'instructions' | 'era'>): void {
     this.#snapshot = { ...this.#snapshot, ...lists, ...info, clientGeneration, generation: this.#snapshot.generation + 1 };
     this.#onChange(this.#snapshot);
   }

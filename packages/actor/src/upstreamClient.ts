@@ -10,6 +10,7 @@
  * for the request re-arms it, but never past `maxTotalTimeoutMs` from the start.
  */
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
+import { jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import { UpstreamStreamError, type JsonRpcMessage, type OversizedMessage, type UpstreamTransport } from './transports/upstreamTransport.js';
 
 /** A JSON-RPC error answer from the server. */
@@ -370,11 +371,14 @@ export class UpstreamClient {
   }
 }
 
-/** A thrown error as a JSON-RPC error object: `data.mcpCode` of a PoolError sets the code. */
+/**
+ * A thrown error as a JSON-RPC error object: `data.mcpCode` of a PoolError sets the code, else
+ * the code table's; anything else is a bug here (-32603).
+ */
 function toRpcError(error: unknown): { code: number; message: string; data?: unknown } {
   if (error instanceof UpstreamRpcError) return { code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) };
   if (error instanceof PoolError) {
-    const code = typeof error.data?.mcpCode === 'number' ? error.data.mcpCode : -32603;
+    const code = typeof error.data?.mcpCode === 'number' ? error.data.mcpCode : jsonRpcCodeOf(error.code);
     return { code, message: error.message, ...(error.data?.mcpData === undefined ? {} : { data: error.data.mcpData }) };
   }
   return { code: -32603, message: (error as Error)?.message ?? String(error) };

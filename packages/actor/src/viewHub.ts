@@ -1,13 +1,18 @@
 /**
  * The sessions attached to one actor: a view channel each, the calls each has in flight, and the
  * resources each subscribed to. It forwards the views' requests upstream as the JSON-RPC method
- * they name and decides, in one place ({@link ViewHub.attribute}), which view a message the
- * server sent on its own belongs to:
+ * they name and decides, in one place ({@link ViewHub.attribute}), which view and which call a
+ * message the server sent on its own belongs to:
  * - progress is the call's own (by its token, in the client);
- * - a server→client request (sampling, elicitation, roots) or a notification (logging) goes to the
- *   one view that has calls in flight — the legacy wire does not say which call caused it, so
- *   when several views have calls in flight a request is refused rather than risk showing one
- *   session's prompt to another, and a notification goes to every view;
+ * - a server→client request (sampling, elicitation, roots) names no call on a legacy connection,
+ *   so it is attributed by one rule: when every call in flight on the connection is one view's,
+ *   it goes to that view's newest call that takes server requests (or to the view's own handler
+ *   when none of its calls takes them); when no call is in flight, or calls of several views
+ *   are, it is refused with `serverRequestRefused` (-32601 upstream), never guessed across
+ *   sessions. Inside one view "newest" is the one guess left: serialising the calls of tools
+ *   that ask would make it certain, and {@link ViewHub.attribute} is where that rule goes;
+ * - a notification (logging) goes to that view's newest listening call, and to every view when
+ *   calls of several views are in flight;
  * - `resources/updated` goes to the views subscribed to that URI (subscriptions are refcounted
  *   upstream and replayed after a reconnect; on a modern server they are the listen filter).
  * What the server sends a view on its own goes through the view's {@link ViewOutbox}: throttled,
@@ -16,6 +21,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { CallEvent, RpcHandlerContext, ServerSnapshot, UpstreamNotification, ViewClientInfo, ViewEvents, ViewRequestArgs } from '@mcpool/protocol';
 import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
+import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import type { ListenFilter, ServerConnection } from './serverConnection.js';
 import { HEADER_MISMATCH, jsonRpcErrorIn } from './transports/httpBody.js';
 import { UpstreamHttpError } from './transports/upstreamTransport.js';
@@ -51,6 +57,8 @@ export class ViewHub {
   readonly #subscribers = new Map<string, Set<string>>();
   /** Calls whose caller asked for the notifications attributed to them. */
   readonly #listening = new WeakSet<RpcHandlerContext>();
+  /** Calls whose caller answers the server requests attributed to them, with the number that names each on the view's side. */
+  readonly #asking = new WeakMap<RpcHandlerContext, number>();
   readonly #deps: ViewHubDeps;
   /** Numbers the calls, for their progress's coalescing key. */
   #calls = 0;
@@ -93,9 +101,10 @@ export class ViewHub {
 
   /**
    * The one place that decides whose a server-initiated message is: the single view with calls
-   * in flight (and its newest listening call), or nobody in particular.
+   * in flight, with its newest call that listens for notifications and its newest call that
+   * takes server requests; or nobody in particular (`busy` views have calls in flight).
    */
-  attribute(): { view: ViewState; call: RpcHandlerContext | undefined } | { view: undefined; busy: number } {
+  attribute(): { view: ViewState; listening: RpcHandlerContext | undefined; asking: number | undefined } | { view: undefined; busy: number } {
     let found: ViewState | undefined;
     let busy = 0;
     for (const state of this.#views.values()) {
@@ -104,24 +113,24 @@ export class ViewHub {
       found = state;
     }
     if (busy !== 1 || found === undefined) return { view: undefined, busy };
-    let call: RpcHandlerContext | undefined;
-    for (const ctx of found.inflight) if (this.#listening.has(ctx)) call = ctx;
-    return { view: found, call };
+    let listening: RpcHandlerContext | undefined;
+    let asking: number | undefined;
+    for (const ctx of found.inflight) {
+      if (this.#listening.has(ctx)) listening = ctx;
+      asking = this.#asking.get(ctx) ?? asking;
+    }
+    return { view: found, listening, asking };
   }
 
-  /** A request the server sent (sampling, elicitation, roots): to the one view whose call is in flight. */
-  async serverRequest(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  /** A request the server sent (sampling, elicitation, roots): to the call {@link attribute} names, through its view. */
+  serverRequest(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
     const owner = this.attribute();
     if (owner.view === undefined) {
       const why = owner.busy === 0 ? 'no session has a call in flight' : `${owner.busy} sessions have calls in flight, and the request names none`;
-      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `mcpool cannot route ${method}: ${why}`, { data: { mcpCode: -32603 } });
+      return Promise.reject(serverRequestRefused(method, why));
     }
-    try {
-      return await owner.view.channel.request<Record<string, unknown>>('serverRequest', { method, params }, { signal, timeoutMs: this.#deps.callTimeoutMs });
-    } catch (error) {
-      if (error instanceof PoolError && typeof error.data?.mcpCode === 'number') throw error;
-      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, (error as Error).message, { data: { mcpCode: -32603 } });
-    }
+    // The view's answer (or its typed refusal) goes upstream as it is.
+    return owner.view.channel.request<Record<string, unknown>>('serverRequest', { method, params, call: owner.asking }, { signal, timeoutMs: this.#deps.callTimeoutMs });
   }
 
   /** A notification the server sent: to the newest listening call of the one busy view, else to every view. */
@@ -137,7 +146,7 @@ export class ViewHub {
       }
       return;
     }
-    const { view, call } = owner;
+    const { view, listening: call } = owner;
     if (call !== undefined) view.outbox.push(undefined, () => call.progress({ kind: 'notification', notification } satisfies CallEvent));
     else if (unasked) view.outbox.pushUnasked(() => view.channel.emit('notification', notification));
     else view.outbox.push(undefined, () => view.channel.emit('notification', notification));
@@ -191,6 +200,7 @@ export class ViewHub {
     const { conn, generation } = this.#deps.live();
     state.inflight.add(ctx);
     if (args.wantNotifications) this.#listening.add(ctx);
+    if (args.asks !== undefined) this.#asking.set(ctx, args.asks);
     // Progress of one call coalesces under its own key; a call without progress builds none.
     const progressKey = args.wantProgress ? `progress:${++this.#calls}` : '';
     const options = {

@@ -11,6 +11,7 @@ import {
   PoolError,
   RpcChannel,
   errorFromWire,
+  serverRequestRefused,
   type BudgetEvent,
   type CallEvent,
   type ConnectionId,
@@ -61,6 +62,16 @@ export interface CallOptions {
    */
   onNotification?: (notification: UpstreamNotification) => void;
   /**
+   * Answers the requests a legacy server sends (sampling, elicitation, roots) that are
+   * attributed to this call. A legacy server's request names no call, so the pool attributes it
+   * by one rule: when every call in flight on the entry is this session's, to its newest call
+   * that has this handler (else to the session's {@link PooledConnection.setServerRequestHandler});
+   * when calls of several sessions are in flight, or none, the server is refused with
+   * `MCPOOL_SERVER_REQUEST_REFUSED` (-32601). The result goes back upstream as is; a thrown error
+   * becomes a JSON-RPC error (a PoolError's `data.mcpCode`, else its code's).
+   */
+  onServerRequest?: ServerRequestHandler;
+  /**
    * Sent upstream as the request's `_meta` (the pool sets the progress token itself, and
    * `traceparent`/`tracestate` of its own span when the host registered an OpenTelemetry SDK).
    */
@@ -70,7 +81,7 @@ export interface CallOptions {
 /**
  * Answers a request the server sent while this session's call was in flight: `sampling/createMessage`,
  * `elicitation/create`, `roots/list`. The result goes back upstream as is; a thrown error becomes
- * a JSON-RPC error (a PoolError's `data.mcpCode` sets its code).
+ * a JSON-RPC error (a PoolError's `data.mcpCode` sets its code, else its code's own).
  */
 export type ServerRequestHandler = (request: { method: string; params: Record<string, unknown> }, signal: AbortSignal) => Promise<Record<string, unknown>>;
 
@@ -159,6 +170,9 @@ export class PooledConnection {
   #rejectReady!: (error: PoolError) => void;
   #releasing: Promise<void> | undefined;
   #serverRequestHandler: ServerRequestHandler | undefined;
+  /** Calls in flight that answer the server requests attributed to them, by the number the actor names them with. */
+  readonly #asking = new Map<number, ServerRequestHandler>();
+  #asks = 0;
 
   /** @internal Views are made by the pool: `McpTransportPool.acquire` is the way to get one. */
   constructor(init: PooledConnectionInit) {
@@ -291,6 +305,11 @@ export class PooledConnection {
     return this.#snapshot?.instructions;
   }
 
+  /** The protocol era the server speaks: a legacy server sends requests of its own, a modern one answers `input_required`. */
+  get era(): 'legacy' | 'modern' | undefined {
+    return this.#snapshot?.era;
+  }
+
   get status(): ConnectionStatus {
     return this.#status;
   }
@@ -369,12 +388,12 @@ export class PooledConnection {
     this.#serverRequestHandler = handler;
   }
 
+  /** A server request the actor attributed to this view, and to its call `call` when one takes them. */
   async #onServerRequest(op: string, opArgs: unknown, signal: AbortSignal): Promise<unknown> {
-    const request = opArgs as { method: string; params: Record<string, unknown> };
-    if (op !== 'serverRequest' || this.#serverRequestHandler === undefined) {
-      throw new PoolError(ErrorCode.DOWNSTREAM_ERROR, `this session does not handle ${request?.method ?? op}`, { data: { mcpCode: -32601 } });
-    }
-    return this.#serverRequestHandler(request, signal);
+    const { call, ...request } = opArgs as { method: string; params: Record<string, unknown>; call?: number };
+    const handler = op !== 'serverRequest' ? undefined : call === undefined ? this.#serverRequestHandler : (this.#asking.get(call) ?? this.#serverRequestHandler);
+    if (handler === undefined) throw serverRequestRefused(request.method ?? op, 'this session takes no server requests');
+    return handler(request, signal);
   }
 
   #call(method: string, params: Record<string, unknown>, options: CallOptions): Promise<Record<string, unknown>> {
@@ -425,6 +444,11 @@ export class PooledConnection {
     if (options.onProgress) args.wantProgress = true;
     if (options.signal) args.cancellable = true;
     if (options.onNotification) args.wantNotifications = true;
+    let asks: number | undefined;
+    if (options.onServerRequest) {
+      args.asks = asks = ++this.#asks;
+      this.#asking.set(asks, options.onServerRequest);
+    }
     const listens = options.onProgress !== undefined || options.onNotification !== undefined;
     return this.#channel
       .request<Record<string, unknown>>(
@@ -436,11 +460,13 @@ export class PooledConnection {
       )
       .then(
         (result) => {
+          if (asks !== undefined) this.#asking.delete(asks);
           this.#onCallOutcome?.('answered');
           telemetry.end(result, undefined);
           return result;
         },
         (error: unknown) => {
+          if (asks !== undefined) this.#asking.delete(asks);
           // A deadline says the server did not answer; its own error says it did.
           if (error instanceof PoolError && (error.code === ErrorCode.CALL_TIMEOUT || error.code === ErrorCode.UPSTREAM_ERROR)) {
             this.#onCallOutcome?.(error.code === ErrorCode.CALL_TIMEOUT ? 'timeout' : 'answered');

@@ -43,6 +43,19 @@ export const ErrorCode = {
    * it was dropped unread, and the connection stays up. `data` has `bytes` and `maxMessageBytes`.
    */
   MESSAGE_TOO_LARGE: 'MCPOOL_MESSAGE_TOO_LARGE',
+  /**
+   * The server could not be reached, or answered with something that is not JSON-RPC (a network
+   * failure, an HTTP error page): its fault or the network's, never mcpool's.
+   */
+  UPSTREAM_UNAVAILABLE: 'MCPOOL_UPSTREAM_UNAVAILABLE',
+  /**
+   * A request the server sent (sampling, elicitation, roots) that nobody can take: no call that
+   * takes it is in flight, calls of several sessions are, or the caller did not declare the
+   * capability it needs. The server gets -32601, as from a client without that capability.
+   */
+  SERVER_REQUEST_REFUSED: 'MCPOOL_SERVER_REQUEST_REFUSED',
+  /** No server of the endpoint has this resource URI (MCP's "resource not found"; -32602 in 2026-07-28). */
+  RESOURCE_NOT_FOUND: 'MCPOOL_RESOURCE_NOT_FOUND',
 
   // --- A server entry ------------------------------------------------------------------------
   /** Starting the server (spawn, connect, initialize, discovery) failed. */
@@ -233,6 +246,9 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.UPSTREAM_ERROR]: 502,
   [ErrorCode.DOWNSTREAM_ERROR]: 502,
   [ErrorCode.MESSAGE_TOO_LARGE]: 502,
+  [ErrorCode.UPSTREAM_UNAVAILABLE]: 502,
+  [ErrorCode.SERVER_REQUEST_REFUSED]: 502,
+  [ErrorCode.RESOURCE_NOT_FOUND]: 404,
   [ErrorCode.SPAWN_FAILED]: 502,
   [ErrorCode.SPAWN_TIMEOUT]: 504,
   [ErrorCode.ENTRY_LOST]: 502,
@@ -297,6 +313,9 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.UPSTREAM_ERROR]: JsonRpcCode.INTERNAL_ERROR,
   [ErrorCode.DOWNSTREAM_ERROR]: JsonRpcCode.INTERNAL_ERROR,
   [ErrorCode.MESSAGE_TOO_LARGE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.UPSTREAM_UNAVAILABLE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.SERVER_REQUEST_REFUSED]: JsonRpcCode.METHOD_NOT_FOUND,
+  [ErrorCode.RESOURCE_NOT_FOUND]: JsonRpcCode.RESOURCE_NOT_FOUND,
   [ErrorCode.SPAWN_FAILED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SPAWN_TIMEOUT]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.ENTRY_LOST]: JsonRpcCode.SERVER_ERROR,

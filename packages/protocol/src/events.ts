@@ -51,6 +51,8 @@ export interface ServerSnapshot {
   serverInfo: { name: string; version: string; [field: string]: unknown } | undefined;
   capabilities: Record<string, unknown>;
   instructions: string | undefined;
+  /** The protocol era the connection speaks (undefined before the first connection). */
+  era?: 'legacy' | 'modern' | undefined;
 }
 
 /** The states of one pool entry (the connection actor's machine). */

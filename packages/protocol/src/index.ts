@@ -28,6 +28,20 @@ export type { ConnectionId } from './fingerprint.js';
 export { MCPCallInterruptedError, PoolError, errorFromWire, errorToWire, hasCode } from './errors.js';
 export { ErrorCode, HTTP_STATUS, JSON_RPC_CODE, JsonRpcCode, httpStatusOf, isErrorCode, jsonRpcCodeOf } from './errorCodes.js';
 export type { ClientErrorCode } from './errorCodes.js';
+export {
+  REQUEST_STATE_REFUSAL,
+  noSuchServer,
+  refusalOf,
+  requestStateRefused,
+  resourceNotFound,
+  serverForbidden,
+  serverRequestRefused,
+  serverUnavailable,
+  shuttingDown,
+  unknownName,
+  upstreamUnavailable,
+} from './refusals.js';
+export type { RefusalKind } from './refusals.js';
 export type { CallInterruptedData, PoolErrorOptions, WireError } from './errors.js';
 export { isWorkspaceScopedBudgetEvent } from './events.js';
 export type {

@@ -189,6 +189,11 @@ export interface ViewRequestArgs {
   cancellable?: boolean | undefined;
   /** The caller listens for notifications attributed to this call (logging during it). */
   wantNotifications?: boolean | undefined;
+  /**
+   * The caller answers the server→client requests attributed to this call itself: the number
+   * names the call on the view's side, and comes back with each such request.
+   */
+  asks?: number | undefined;
 }
 
 /** @deprecated A view sends {@link ViewRequestArgs} with method `tools/call`. */
@@ -219,9 +224,12 @@ export interface ProgressInfo {
   message?: string;
 }
 
-/** Requests an actor sends to a view: a server→client request attributed to the view's call. */
+/**
+ * Requests an actor sends to a view: a server→client request attributed to the view, and to the
+ * call (its `asks` number) that takes it when one does.
+ */
 export interface ViewServerOps {
-  serverRequest: { args: { method: string; params: Record<string, unknown> }; result: Record<string, unknown> };
+  serverRequest: { args: { method: string; params: Record<string, unknown>; call?: number | undefined }; result: Record<string, unknown> };
 }
 
 export interface ViewEvents {

@@ -1,0 +1,108 @@
+/**
+ * Every refusal mcpool answers a request with, one function each, so that a refusal has one code
+ * and one wording on every surface. A refusal is a {@link PoolError} whose code comes from the one
+ * registry (`errorCodes.ts`, which gives its HTTP status and its JSON-RPC code) and whose
+ * `data.refusal` names it; whoever answers — `/mcp` in either era, the REST API, a library view,
+ * or the upstream server a server→client request is refused to — sends its message as it is.
+ *
+ * | refusal | code | HTTP | JSON-RPC |
+ * | --- | --- | --- | --- |
+ * | a server→client request nobody can take | `SERVER_REQUEST_REFUSED` | 502 | -32601 |
+ * | a `requestState` that continues no call of this gateway | `INVALID_ARGUMENT` | 400 | -32602 |
+ * | a tool or prompt the caller may not see, or that does not exist | `TOOL_NOT_ALLOWED` | 403 | -32602 |
+ * | a resource URI no server of the endpoint has | `RESOURCE_NOT_FOUND` | 404 | -32002 (-32602 in 2026-07-28) |
+ * | a server of the endpoint that is not available | the failure's own (`SPAWN_FAILED`, …) | 502–504 | -32000 |
+ * | an upstream that cannot be reached or does not speak JSON-RPC | `UPSTREAM_UNAVAILABLE` | 502 | -32000 |
+ * | the host is shutting down | `SHUTTING_DOWN` | 503 | -32000 |
+ * | an endpoint `/mcp/<server>` of no configured server | `NOT_FOUND` | 404 | -32602 |
+ * | an endpoint `/mcp/<server>` the caller may not use | `FORBIDDEN` | 403 | -32000 |
+ *
+ * Only `PoolError` and the code table: actor threads load this module too.
+ */
+import { ErrorCode } from './errorCodes.js';
+import { PoolError } from './errors.js';
+
+/** The refusals, by name (`data.refusal` of the error). */
+export type RefusalKind =
+  | 'serverRequest'
+  | 'requestState'
+  | 'unknownName'
+  | 'resourceNotFound'
+  | 'serverUnavailable'
+  | 'upstreamUnavailable'
+  | 'shuttingDown'
+  | 'noSuchServer'
+  | 'serverForbidden';
+
+function refusal(kind: RefusalKind, code: ErrorCode, message: string, data?: Record<string, unknown>, cause?: unknown): PoolError {
+  return new PoolError(code, message, { data: { refusal: kind, ...data }, ...(cause === undefined ? {} : { cause }) });
+}
+
+/** Which refusal `error` is, or undefined when it is not one (a failure, a bug). */
+export function refusalOf(error: unknown): RefusalKind | undefined {
+  if (!(error instanceof PoolError)) return undefined;
+  const kind = error.data?.refusal;
+  return typeof kind === 'string' ? (kind as RefusalKind) : undefined;
+}
+
+/**
+ * A request the server sent (sampling, elicitation, roots) that nobody can take. The server gets
+ * -32601, what a client without that capability answers.
+ * @param why what is missing, for the server's log: "no call that takes it is in flight".
+ */
+export function serverRequestRefused(method: string, why: string): PoolError {
+  return refusal('serverRequest', ErrorCode.SERVER_REQUEST_REFUSED, `mcpool cannot route ${method}: ${why}`, { method });
+}
+
+/**
+ * The one message of every `requestState` the gateway will not continue: forged, another
+ * caller's, minted for another endpoint, method, tool or prompt, its call over, or not the
+ * gateway's own on a server that mints none. One wording, so a caller learns nothing of which.
+ */
+export const REQUEST_STATE_REFUSAL =
+  'Invalid requestState: it continues no call this gateway holds for this endpoint, method and name; send the request again without requestState and inputResponses';
+
+export function requestStateRefused(): PoolError {
+  return refusal('requestState', ErrorCode.INVALID_ARGUMENT, REQUEST_STATE_REFUSAL);
+}
+
+/**
+ * A tool or prompt the caller may not use, whatever the reason (no such name, a server that does
+ * not list it, a filter hiding it): one code and one message, which say nothing of why, so a
+ * caller cannot probe for what it may not use. On MCP it carries no `data`.
+ * @param name the name as the caller wrote it.
+ */
+export function unknownName(kind: 'tool' | 'prompt', name: string): PoolError {
+  return refusal('unknownName', ErrorCode.TOOL_NOT_ALLOWED, `Unknown ${kind}: ${name}`);
+}
+
+/** No server of the endpoint lists the URI, has a template matching it, or is the only one with resources. */
+export function resourceNotFound(uri: string): PoolError {
+  return refusal('resourceNotFound', ErrorCode.RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
+}
+
+/** A server of the endpoint did not start (or failed since): its failure's own code. */
+export function serverUnavailable(name: string, failure?: { code: ErrorCode; message: string }): PoolError {
+  return refusal('serverUnavailable', failure?.code ?? ErrorCode.SERVER_FAILED, `${name} is not available: ${failure?.message ?? 'it did not start'}`, { serverName: name });
+}
+
+/** The upstream could not be reached, or did not answer in JSON-RPC (`httpStatus` when it answered HTTP). */
+export function upstreamUnavailable(server: string, detail: string, options: { httpStatus?: number; cause?: unknown } = {}): PoolError {
+  const data = options.httpStatus === undefined ? { serverName: server } : { serverName: server, httpStatus: options.httpStatus };
+  return refusal('upstreamUnavailable', ErrorCode.UPSTREAM_UNAVAILABLE, `${server} is unavailable: ${detail}`, data, options.cause);
+}
+
+/** @param who what is shutting down: "the daemon", "the gateway". */
+export function shuttingDown(who: string): PoolError {
+  return refusal('shuttingDown', ErrorCode.SHUTTING_DOWN, `${who} is shutting down`);
+}
+
+/** A server endpoint (`/mcp/<server>`) of no configured server. */
+export function noSuchServer(name: string): PoolError {
+  return refusal('noSuchServer', ErrorCode.NOT_FOUND, `no configured server is named ${JSON.stringify(name)}`);
+}
+
+/** A server endpoint (`/mcp/<server>`) the caller may not use. */
+export function serverForbidden(name: string): PoolError {
+  return refusal('serverForbidden', ErrorCode.FORBIDDEN, `this client may not use server ${JSON.stringify(name)}`);
+}
