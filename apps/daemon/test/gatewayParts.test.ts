@@ -1,46 +1,16 @@
 /**
- * The gateway's small parts: `<server>__<name>` naming, URI-template routing, per-client access,
- * per-session log levels against one shared upstream, the config fields it adds, and the
- * no-token loopback test mode (only `/mcp`, only on loopback, never the REST API).
+ * The daemon's gateway parts: per-client access, the config fields it adds, and the no-token
+ * loopback test mode (only `/mcp`, only on loopback, never the REST API).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@mcpool/protocol';
 import { DEFAULT_SETTINGS, OPERATOR_ID, resolveSettings, type DaemonSettings, type Principal } from 'mcpool';
 import { accessOf, ANONYMOUS_ID } from '../src/gateway/access.js';
-import { UpstreamLogLevels, passes } from '../src/gateway/logLevels.js';
-import { qualify, splitQualified, templateMatches } from '@mcpool/gateway';
 import { harness, type Harness } from './helpers.js';
 import { ACCEPT_BOTH, initializeBody } from './gatewayHelpers.js';
 
 const principal = (id: string, rights: ('read' | 'write')[]): Principal => ({ id, rights: new Set(rights) });
 const settings = (clients: DaemonSettings['clients']): DaemonSettings => ({ ...DEFAULT_SETTINGS, clients });
-
-describe('naming', () => {
-  it('splits <server>__<name> on the longest server name that fits', () => {
-    expect(qualify('echo', 'add')).toBe('echo__add');
-    expect(splitQualified('echo__add', ['echo', 'files'])).toEqual({ server: 'echo', name: 'add' });
-    expect(splitQualified('my__srv__tool__x', ['my', 'my__srv'])).toEqual({ server: 'my__srv', name: 'tool__x' });
-    expect(splitQualified('echo__', ['echo'])).toBeUndefined();
-    expect(splitQualified('add', ['echo'])).toBeUndefined();
-    expect(splitQualified('other__add', ['echo'])).toBeUndefined();
-  });
-
-  it('matches URIs against RFC 6570 templates for routing', () => {
-    expect(templateMatches('test://template/{id}/data', 'test://template/123/data')).toBe(true);
-    expect(templateMatches('test://template/{id}/data', 'test://template/1/2/data')).toBe(false);
-    expect(templateMatches('file:///{+path}', 'file:///a/b/c.txt')).toBe(true);
-    expect(templateMatches('db://rows{?limit,offset}', 'db://rows?limit=5')).toBe(true);
-    expect(templateMatches('db://rows{?limit,offset}', 'db://rows')).toBe(true);
-    expect(templateMatches('a.b://x{', 'a.b://x')).toBe(false);
-    expect(templateMatches('a.b://{x}', 'aXb://y')).toBe(false);
-    // What the SDK's UriTemplate adds: all query variables in any order, prefixed segments, no query on a plain template.
-    expect(templateMatches('db://rows{?limit,offset}', 'db://rows?limit=5&offset=2')).toBe(true);
-    expect(templateMatches('x://{a}{?q}', 'x://v?q=1')).toBe(true);
-    expect(templateMatches('x://{/seg}', 'x:///a')).toBe(true);
-    expect(templateMatches('test://template/{id}/data', 'test://template/1/data?x=1')).toBe(false);
-    expect(templateMatches('file:///{+path}', `file:///${'a'.repeat(2_000_000)}`)).toBe(false);
-  });
-});
 
 describe('access', () => {
   const configured = ['echo', 'files', 'memory'];
@@ -69,23 +39,6 @@ describe('access', () => {
     expect(scoped.allows('files', 'echo')).toBe(false);
     // A client no longer in the config (after a reload) has nothing.
     expect(accessOf(principal('vanished', ['read', 'write']), settings(clients), configured).servers.size).toBe(0);
-  });
-});
-
-describe('log levels', () => {
-  it('a session filters at its own level; upstream gets the most verbose level asked for', () => {
-    expect(passes('info', undefined)).toBe(true);
-    expect(passes('info', 'error')).toBe(false);
-    expect(passes('critical', 'error')).toBe(true);
-    const levels = new UpstreamLogLevels();
-    expect(levels.set('entry', 'a', 'error')).toBe('error');
-    expect(levels.set('entry', 'b', 'debug')).toBe('debug');
-    // Less verbose than what upstream has: nothing to send.
-    expect(levels.set('entry', 'c', 'warning')).toBeUndefined();
-    // A reconnected upstream knows no level: send it again.
-    expect(levels.reset('entry')).toBe('debug');
-    levels.forget('b');
-    expect(levels.set('entry', 'a', 'error')).toBe('warning');
   });
 });
 

@@ -22,7 +22,7 @@
  * client-info schemas), so a `clientInfo` + `clientCapabilities` pair is validated once through
  * the SDK's classifier and remembered; a caller sends the same pair with every request.
  */
-import { JsonRpcCode } from '@mcpool/protocol/errorCodes';
+import { ErrorCode, JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
 
@@ -218,4 +218,22 @@ export function classifyInbound(httpMethod: string, headers: RequestHeaders, bod
   if (isRequest(body)) return classifyRequest(body, version, method);
   if (isNotification(body)) return classifyNotification(body, version, method);
   return invalidRequest('Bad Request: the request body is not a valid JSON-RPC message');
+}
+
+/** How a message is classified by era before routing (what the host does with each). */
+export type EraVerdict = { era: 'legacy' } | { era: 'modern' } | { era: 'reject'; status: number; body: Record<string, unknown> };
+
+/**
+ * Legacy or modern, by the body first (`initialize` → legacy; a valid `_meta` envelope → modern;
+ * a modern `MCP-Protocol-Version` header without the envelope, or an envelope whose version
+ * disagrees with the header → a refusal with the status and JSON-RPC error the revision names,
+ * `data.code` the pool's code for it).
+ */
+export function classifyEra(httpMethod: string, headers: RequestHeaders, body: unknown): EraVerdict {
+  const outcome = classifyInbound(httpMethod, headers, body);
+  if (outcome.kind === 'legacy') return { era: 'legacy' };
+  if (outcome.kind === 'modern') return { era: 'modern' };
+  const code = outcome.code === JsonRpcCode.HEADER_MISMATCH ? ErrorCode.HEADER_MISMATCH : outcome.code === JsonRpcCode.INVALID_PARAMS ? ErrorCode.INVALID_ARGUMENT : ErrorCode.BAD_REQUEST;
+  const id = isRecord(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
+  return { era: 'reject', status: outcome.status, body: { jsonrpc: '2.0', id, error: { code: outcome.code, message: outcome.message, data: { code, ...outcome.data } } } };
 }

@@ -1,22 +1,38 @@
 /**
- * The public API of `@mcpool/gateway`: the MCP router over a pool (the aggregated
- * `<server>__<name>` view and per-server views), for a host that serves it over HTTP or in
- * process, and the bridge that relays a stdio MCP client to such an endpoint. Nothing else is
- * exported.
+ * Everything here is public: `@mcpool/gateway` serves MCP clients of both protocol eras over one
+ * `@mcpool/core` pool, through one aggregate (per-server views, `<server>__<name>` lists in one
+ * order, name and URI resolution, completion, capabilities, instructions) under two thin fronts:
+ * - {@link LegacySessions} / {@link LegacySession}: 2025-11-25 (and older) Streamable HTTP
+ *   sessions, each on its own wire, written on `node:http`;
+ * - {@link ModernRouter}: 2026-07-28 requests, routed statelessly, one parsed message in and its
+ *   answer out ({@link writeModernAnswer} writes it on `node:http`);
+ * and the stdio bridge that relays a stdio MCP client to such an endpoint. A host (the mcpool
+ * daemon, an IDE extension) keeps the HTTP routes, the session map, its reaper and
+ * authentication; {@link classifyEra} tells it which front a request is for.
  */
-export { ModernRouter, MODERN_PROTOCOL_VERSIONS, classifyEra } from './modernRouter.js';
-export type { EraVerdict, ModernAnswer, ModernCaller, ModernHoldInfo, ModernRequest, ModernRouterOptions, RequestHeaders } from './modernRouter.js';
-export { MessageStream } from './messageStream.js';
-export { acquireFailure, acquireView } from './acquire.js';
-export type { AcquireFailure } from './acquire.js';
-export type { GatewayAccess } from './access.js';
-export { endpointCapabilities } from './capabilities.js';
-export type { EndpointCapabilities } from './capabilities.js';
-export { NAME_SEPARATOR, qualify, splitQualified, templateMatches } from './naming.js';
-export { RpcCode, RpcError, rpcErrorBody, toRpcError, unknownNameError, upstreamMessage } from './rpcErrors.js';
+export { classifyEra } from './era.js';
+export type { EraVerdict, RequestHeaders } from './era.js';
+export type { GatewayAccess } from './aggregate/access.js';
+export { qualify } from './aggregate/naming.js';
+
+// 2025-11-25: a session per client.
+export { LegacySession, LegacySessions } from './legacy/session.js';
+export type { LegacyOperation, LegacySessionInit, LegacySessionsOptions } from './legacy/session.js';
+export { LEGACY_PROTOCOL_VERSIONS } from './legacy/wire.js';
+export type { LegacyParams, LegacyRequestContext, LegacyRequestId } from './legacy/wire.js';
+
+// 2026-07-28: stateless requests.
+export { MODERN_PROTOCOL_VERSIONS, ModernRouter } from './modern/router.js';
+export type { ModernCaller, ModernRequest, ModernRouterOptions } from './modern/router.js';
+export type { ModernAnswer } from './modern/answers.js';
+export type { ModernHoldInfo } from './modern/holds.js';
+export { MessageStream } from './modern/messageStream.js';
+export { writeModernAnswer } from './modern/writeAnswer.js';
+export type { WriteModernAnswerOptions } from './modern/writeAnswer.js';
+
+// Errors on the MCP wire, for a host's own HTTP-level answers.
+export { RpcCode, RpcError, refusalBody, rpcErrorBody, toRpcError } from './rpcErrors.js';
 export type { RequestedName } from './rpcErrors.js';
-export { LEGACY_PROTOCOL_VERSIONS, LegacyWire } from './legacyWire.js';
-export type { LegacyEndpoint, LegacyParams, LegacyRequestContext, LegacyRequestId, LegacyWireOptions } from './legacyWire.js';
 
 // The bridge: a stdio MCP client ↔ a Streamable HTTP endpoint (the daemon's `/mcp`), as a relay.
 export { Bridge } from './bridge/bridge.js';

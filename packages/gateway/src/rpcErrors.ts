@@ -5,7 +5,7 @@
  * code → JSON-RPC table of `@mcpool/protocol` (`JSON_RPC_CODE`) and whose `data.code` is the
  * pool's stable `MCPOOL_*` code; nothing else of an internal error is passed on.
  */
-import { ErrorCode, JsonRpcCode, PoolError, jsonRpcCodeOf } from '@mcpool/protocol';
+import { ErrorCode, JsonRpcCode, PoolError, jsonRpcCodeOf, refusalOf, unknownName } from '@mcpool/protocol';
 
 /**
  * JSON-RPC / MCP error codes the gateway answers with (the protocol's `JsonRpcCode`).
@@ -52,33 +52,36 @@ export interface RequestedName {
 }
 
 /**
- * The answer to a tool or prompt the client may not see, whatever the reason — no such name, a
- * server that does not list it, or a filter (the client's rights or the server config) hiding
- * it: one code and one message, which say nothing of why, so a client cannot probe for what it
- * may not use.
- */
-export function unknownNameError(requested: RequestedName): RpcError {
-  return new RpcError(RpcCode.INVALID_PARAMS, `Unknown ${requested.kind}: ${requested.name}`);
-}
-
-/**
- * Any failure of a pooled call → the error the downstream client gets.
+ * Any failure of a request → the JSON-RPC error the downstream client gets.
+ * - A refusal (`@mcpool/protocol/refusals`) keeps its message, its code from the code table and
+ *   `data.code`; the unknown-name one carries no `data` (it says nothing of why).
+ * - A JSON-RPC error of the other side (a server's, or a client's answer to a server request)
+ *   keeps its own code, message and data.
+ * - A session filter hiding a name answers as the unknown-name refusal does.
+ * - Any other pool failure: its code from the table, the message prefixed with `what`.
+ * - Anything else is a bug here: -32603, and nothing of it passed on.
  *
  * @param what the request, for the message (`tool github__search`).
- * @param requested the name the request asked for, when it asked for one: a name hidden by the
- *   session's filters then answers as {@link unknownNameError} does.
+ * @param requested the name the request asked for, when it asked for one.
  */
 export function toRpcError(error: unknown, what: string, requested?: RequestedName): RpcError {
   if (error instanceof RpcError) return error;
   if (!(error instanceof PoolError)) return new RpcError(RpcCode.INTERNAL_ERROR, `${what} failed inside mcpool (see the daemon log)`, { code: ErrorCode.INTERNAL });
-  const data = error.data as { mcpCode?: unknown; mcpData?: unknown; tool?: unknown; prompt?: unknown } | undefined;
+  const data = error.data as { mcpCode?: unknown; mcpData?: unknown; tool?: unknown; prompt?: unknown; refusal?: unknown } | undefined;
+  const refusal = refusalOf(error);
+  if (refusal !== undefined) {
+    if (refusal === 'unknownName') return new RpcError(jsonRpcCodeOf(error.code), error.message);
+    const { refusal: _kind, ...rest } = data ?? {};
+    return new RpcError(jsonRpcCodeOf(error.code), error.message, { code: error.code, ...rest });
+  }
   // A JSON-RPC error of the other side (a server's, or a client's answer to a server request) keeps its own code.
   if ((error.code === ErrorCode.UPSTREAM_ERROR || error.code === ErrorCode.DOWNSTREAM_ERROR) && typeof data?.mcpCode === 'number') {
     return new RpcError(data.mcpCode, upstreamMessage(error.message), data.mcpData);
   }
   if (error.code === ErrorCode.TOOL_NOT_ALLOWED) {
     // Never the pool's own message: it says the name is hidden, and by what.
-    return unknownNameError(requested ?? (typeof data?.prompt === 'string' ? { kind: 'prompt', name: data.prompt } : { kind: 'tool', name: typeof data?.tool === 'string' ? data.tool : '' }));
+    const named = requested ?? (typeof data?.prompt === 'string' ? { kind: 'prompt' as const, name: data.prompt } : { kind: 'tool' as const, name: typeof data?.tool === 'string' ? data.tool : '' });
+    return toRpcError(unknownName(named.kind, named.name), what);
   }
   const tagged = { code: error.code };
   const code = jsonRpcCodeOf(error.code);
@@ -86,6 +89,19 @@ export function toRpcError(error: unknown, what: string, requested?: RequestedNa
     return new RpcError(code, `${what}: ${error.message} (it was not replayed; the pool reconnects, so the next call can succeed)`, tagged);
   }
   return new RpcError(code, `${what}: ${error.message}`, tagged);
+}
+
+/** `params[key]`, which must be a string (else -32602). */
+export function stringParam(params: Record<string, unknown>, key: string): string {
+  const value = params[key];
+  if (typeof value !== 'string') throw new RpcError(RpcCode.INVALID_PARAMS, `params.${key} must be a string`);
+  return value;
+}
+
+/** A refusal as the JSON-RPC error body of an HTTP-level answer (no request id known); its status is `httpStatusOf(refusal.code)`. */
+export function refusalBody(refusal: PoolError): { jsonrpc: '2.0'; id: null; error: { code: number; message: string; data: Record<string, unknown> } } {
+  const rpc = toRpcError(refusal, '');
+  return { jsonrpc: '2.0', id: null, error: { code: rpc.code, message: rpc.message, data: (rpc.data as Record<string, unknown> | undefined) ?? { code: refusal.code } } };
 }
 
 /** A JSON-RPC error body for an HTTP-level answer (no request id known). */

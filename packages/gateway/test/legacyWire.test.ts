@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { LegacyWire, type LegacyEndpoint } from '@mcpool/gateway';
+import { LegacyWire, type LegacyEndpoint } from '../src/legacy/wire.js';
 
 type Params = Record<string, unknown>;
 

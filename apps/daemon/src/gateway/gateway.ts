@@ -2,9 +2,11 @@
  * The `/mcp` gateway: Streamable HTTP for any MCP client, over the daemon's pool.
  * - `/mcp`: every configured server the principal may use, tools and prompts as
  *   `<server>__<name>`, resources by URI; `/mcp/<server>`: that one server, unprefixed.
- * - One legacy wire (Streamable HTTP written on `node:http`, no SDK `Server`) per downstream
- *   session ({@link GatewaySession}); each is one pool session, acquired at initialize and
- *   released on DELETE, on close, or by the idle reaper (`daemon.mcpSessionTtlMs`).
+ * - Both eras are served by `@mcpool/gateway` over the daemon's pool: a legacy session
+ *   (`LegacySession`, its own wire per downstream session) for 2025-11-25 clients, the
+ *   `ModernRouter` for 2026-07-28 requests. This file keeps the HTTP wiring: the routes, the
+ *   session map and its idle reaper (`daemon.mcpSessionTtlMs`), the caps, who may use what
+ *   ({@link accessOf}), and the secret scrub of everything that leaves.
  * - Sessions are keyed by `Mcp-Session-Id` and bound to the principal that opened them and to the
  *   endpoint: another token, or another endpoint, gets 404 exactly like an unknown id. The MCP
  *   spec (2025-11-25) says an unknown session id gets 404 and a session is never authentication.
@@ -12,21 +14,19 @@
  *   (any valid token: what it may use is {@link accessOf}); bodies are JSON only (415) and
  *   capped (`daemon.mcpBodyLimitBytes`, 413).
  */
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest, type InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
-import { ErrorCode, httpStatusOf, jsonRpcCodeOf } from '@mcpool/protocol';
+import { ErrorCode, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverForbidden, serverUnavailable, shuttingDown, type PoolError } from '@mcpool/protocol';
+import { LegacySessions, ModernRouter, RpcCode, classifyEra, refusalBody, rpcErrorBody, writeModernAnswer, type LegacyOperation, type LegacySession, type ModernAnswer } from '@mcpool/gateway';
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
+import type { ServerFailure, ServerOperation } from '../telemetry/serverTelemetry.js';
 import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
 import { SESSION_LABEL_HEADER, sessionLabelOf } from '../local/sessionLabel.js';
-import { GatewaySession } from './gatewaySession.js';
-import { UpstreamLogLevels } from './logLevels.js';
-import { ModernRouter, RpcCode, classifyEra, rpcErrorBody, type ModernAnswer } from '@mcpool/gateway';
 
 export interface GatewayOptions {
   daemon: Daemon;
@@ -54,7 +54,7 @@ export interface GatewaySessionInfo {
   lastActivityAt: string;
   /** HTTP requests under way (a GET stream counts). */
   active: number;
-  servers: { name: string; status: GatewaySession['serverStates'][number]['status'] | 'failed' }[];
+  servers: { name: string; status: LegacySession['serverStates'][number]['status'] }[];
   /** Open `subscriptions/listen` streams (modern only). */
   listens?: number;
 }
@@ -89,8 +89,9 @@ export class Gateway {
   readonly #daemon: Daemon;
   readonly #logger: Logger;
   readonly #redactor: SecretRedactor;
-  readonly #sessions = new Map<string, GatewaySession>();
-  readonly #levels = new UpstreamLogLevels();
+  readonly #sessions = new Map<string, LegacySession>();
+  /** 2025-11-25 clients: a session each, made by the gateway package over the daemon's pool. */
+  readonly #legacy: LegacySessions;
   /** Initializes under way, by client (they count against both session caps). */
   readonly #opening = new Map<string, number>();
   #openingTotal = 0;
@@ -136,6 +137,19 @@ export class Gateway {
       // A held listen stream costs what a legacy session does: it counts against the same caps.
       admitListen: (principal) => this.#admission(principal),
     });
+    this.#legacy = new LegacySessions({
+      pool: this.#daemon.pool,
+      config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
+      version: this.#daemon.version,
+      logger: this.#logger,
+      callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
+      // Every message a session sends goes through the secret policy first (one place: the wire's encode).
+      encode: (message) => this.#redactor.scrubValue(message),
+      observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
+      ...(this.#daemon.telemetry === undefined ? {} : { around: (operation, serve) => this.#daemon.telemetry!.server.run(serverOperation(operation), serve, rpcFailure) }),
+      joinDeadline: (name) => this.#joinDeadline(name),
+      joined: (name) => this.#joinWaits.delete(name),
+    });
     // A server just authorized joins the sessions that were waiting for it (they get list_changed).
     this.#offAuth = this.#daemon.onServerAuthorized((name) => {
       for (const session of this.#sessions.values()) session.retryServer(name);
@@ -160,14 +174,14 @@ export class Gateway {
       .map((session) => ({
         id: session.id,
         era: 'legacy' as const,
-        clientId: session.principalId,
+        clientId: session.principal,
         ...(session.scope === undefined ? {} : { scope: session.scope }),
         ...(session.label === undefined ? {} : { label: session.label }),
-        ...(session.clientInfo === undefined ? {} : { client: session.clientInfo }),
+        ...(session.client?.clientInfo === undefined ? {} : { client: { name: session.client.clientInfo.name, version: session.client.clientInfo.version } }),
         createdAt: new Date(session.createdAt).toISOString(),
         lastActivityAt: new Date(session.lastSeen).toISOString(),
         active: session.active,
-        servers: session.serverStates,
+        servers: session.serverStates.map(({ name, status }) => ({ name, status })),
       }));
     const modern = this.#modern.holds().map((hold) => ({
       id: hold.id,
@@ -197,8 +211,8 @@ export class Gateway {
       if (ended) this.#logger.debug({ holdId: id, by: principal.id }, 'modern gateway hold ended through the REST API');
       return ended;
     }
-    if (!may(session.principalId)) return false;
-    this.#logger.debug({ sessionId: id, client: session.principalId, by: principal.id }, 'gateway session closed through the REST API');
+    if (!may(session.principal)) return false;
+    this.#logger.debug({ sessionId: id, client: session.principal, by: principal.id }, 'gateway session closed through the REST API');
     await session.close('closed through the REST API');
     return true;
   }
@@ -209,7 +223,7 @@ export class Gateway {
     const add = (client: string, n: number): void => {
       if (n > 0) counts.set(client, (counts.get(client) ?? 0) + n);
     };
-    for (const session of this.#sessions.values()) if (!session.closed) add(session.principalId, 1);
+    for (const session of this.#sessions.values()) if (!session.closed) add(session.principal, 1);
     for (const hold of this.#modern.holds()) add(hold.principal, hold.listens);
     return counts;
   }
@@ -268,57 +282,41 @@ export class Gateway {
       return reply.code(406).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Not Acceptable: Client must accept both application/json and text/event-stream'));
     }
     const principal = request.principal!;
-    if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+    if (this.#closed || !this.#daemon.accepting) return this.#refuse(reply, shuttingDown('the daemon'));
     const refused = this.#admission(principal.id);
-    if (refused !== undefined) return this.#refuse(reply, refused.code, refused.message);
-    const settings = this.#daemon.settings;
-    const access = accessOf(principal, settings, Object.keys(this.#daemon.config.servers));
+    if (refused !== undefined) return reply.code(httpStatusOf(refused.code)).send(gatewayRefusalBody(refused.code, refused.message));
+    const access = accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers));
     if (this.#scopeRefused(reply, scope, access)) return reply;
     const servers = scope === undefined ? [...access.servers] : [scope];
 
     this.#opening.set(principal.id, (this.#opening.get(principal.id) ?? 0) + 1);
     this.#openingTotal += 1;
-    let session: GatewaySession;
+    let session: LegacySession;
     try {
-      session = new GatewaySession(
-        {
-          pool: this.#daemon.pool,
-          config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
-          access: () => accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers)),
-          levels: this.#levels,
-          logger: this.#logger,
-          callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
-          version: this.#daemon.version,
-          redact: (message) => this.#redactor.scrubValue(message),
-          telemetry: this.#daemon.telemetry?.server,
-          onClosed: (closed) => {
-            if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
-          },
-          observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
-        },
-        { id: randomUUID(), principalId: principal.id, scope, servers, client: declaredClient(body.params), label: sessionLabelOf(request.headers[SESSION_LABEL_HEADER]) },
-      );
       // The one server of `/mcp/<server>` is waited for; the aggregate opens with those ready in time.
-      if (scope === undefined) await session.acquireReady((name) => this.#joinDeadline(name), (name) => this.#joinWaits.delete(name));
-      else await session.acquireAll();
-      if (scope !== undefined && !session.servers[0]!.ok) {
-        const error = session.servers[0]!.error;
+      session = await this.#legacy.open({
+        principal: principal.id,
+        scope,
+        servers,
+        access: () => accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers)),
+        client: declaredClient(body.params),
+        label: sessionLabelOf(request.headers[SESSION_LABEL_HEADER]),
+        onInitialized: (opened) => {
+          this.#sessions.set(opened.id, opened);
+          this.#logger.debug({ sessionId: opened.id, client: principal.id, scope: scope ?? '*', servers: opened.serverStates.map((s) => (s.error === undefined ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
+        },
+        onClosed: (closed) => {
+          if (this.#sessions.get(closed.id) === closed) this.#sessions.delete(closed.id);
+        },
+      });
+      const failure = scope === undefined ? undefined : session.serverStates[0]?.error;
+      if (failure !== undefined) {
         await session.close('its server did not start');
-        return reply.code(502).send(rpcErrorBody(RpcCode.INTERNAL_ERROR, `${scope} is not available: ${error?.message ?? 'it did not start'}`));
+        return this.#refuse(reply, serverUnavailable(scope!, failure));
       }
       if (this.#closed) {
         await session.close('daemon shutting down');
-        return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
-      }
-      try {
-        session.start(() => {
-          this.#sessions.set(session.id, session);
-          this.#logger.debug({ sessionId: session.id, client: principal.id, scope: scope ?? '*', servers: session.servers.map((s) => (s.ok ? s.name : `${s.name} (failed)`)) }, 'gateway session opened');
-        });
-      } catch (error) {
-        this.#logger.error({ sessionId: session.id, err: error }, 'gateway session could not start');
-        await session.close('start failed');
-        return reply.code(500).send(rpcErrorBody(RpcCode.INTERNAL_ERROR, 'internal error (see the daemon log)'));
+        return this.#refuse(reply, shuttingDown('the daemon'));
       }
     } finally {
       this.#openingTotal -= 1;
@@ -343,11 +341,11 @@ export class Gateway {
   #scopeRefused(reply: FastifyReply, scope: string | undefined, access: GatewayAccess): boolean {
     if (scope === undefined) return false;
     if (!Object.hasOwn(this.#daemon.config.servers, scope)) {
-      void reply.code(404).send(rpcErrorBody(RpcCode.SERVER_ERROR, `no configured server is named ${JSON.stringify(scope)}`));
+      void this.#refuse(reply, noSuchServer(scope));
       return true;
     }
     if (!access.servers.has(scope)) {
-      void reply.code(403).send(rpcErrorBody(RpcCode.SERVER_ERROR, `this client may not use server ${JSON.stringify(scope)}`));
+      void this.#refuse(reply, serverForbidden(scope));
       return true;
     }
     return false;
@@ -356,7 +354,7 @@ export class Gateway {
   /** A 2026-07-28 request: routed once, answered as JSON, or as SSE when something streams before the result. */
   async #modernPost(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
     const principal = request.principal!;
-    if (this.#closed || !this.#daemon.accepting) return reply.code(503).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'the daemon is shutting down'));
+    if (this.#closed || !this.#daemon.accepting) return this.#refuse(reply, shuttingDown('the daemon'));
     const access = accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers));
     if (this.#scopeRefused(reply, scope, access)) return reply;
     const gone = new AbortController();
@@ -369,75 +367,38 @@ export class Gateway {
       if (answer.kind === 'stream') answer.stream.end();
       return reply;
     }
-    if (answer.kind === 'json') {
-      this.#json(reply, answer.status, answer.body);
-      return reply;
-    }
-    await this.#stream(reply, answer, gone.signal);
+    await this.#write(reply, answer, gone.signal);
     return reply;
   }
 
   /**
-   * A JSON answer written on the socket at once, as a legacy session's wire writes its own:
+   * Writes a modern answer on the socket itself, as a legacy session's wire writes its own:
    * fastify's reply pipeline (serializer, hooks, header merging) cost more than the answer.
-   * Hijacked, so no hook of the app sees it: the body is scrubbed of every secret here, and the
-   * headers fastify set so far (CORS) go along.
+   * Hijacked, so no hook of the app sees it: what leaves is scrubbed of every secret here (a
+   * JSON body as text, each streamed message as it goes), and the headers fastify set so far
+   * (CORS) go along.
    */
-  #json(reply: FastifyReply, status: number, body: Record<string, unknown> | undefined): void {
+  async #write(reply: FastifyReply, answer: ModernAnswer, gone: AbortSignal): Promise<void> {
     const raw = reply.raw;
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
     reply.hijack();
-    if (body === undefined) {
-      raw.writeHead(status).end();
-      return;
-    }
-    const text = this.#redactor.scrub(JSON.stringify(body));
-    // A known length: no chunked framing for a body written at once.
-    raw.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-    raw.end(text);
-  }
-
-  /** Writes a streamed answer as SSE (keep-alive comments on a quiet stream) until it ends or the client goes. */
-  async #stream(reply: FastifyReply, answer: Extract<ModernAnswer, { kind: 'stream' }>, gone: AbortSignal): Promise<void> {
-    const raw = reply.raw;
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
-    // Hijacked: no hook of the app sees these bytes, so each message is scrubbed here.
-    reply.hijack();
-    raw.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
-    raw.flushHeaders();
-    this.#modernResponses.add(raw);
-    const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), this.#daemon.settings.heartbeatMs);
-    keepAlive.unref();
-    const stop = (): void => answer.stream.end();
-    gone.addEventListener('abort', stop, { once: true });
+    if (answer.kind === 'stream') this.#modernResponses.add(raw);
     try {
-      for await (const message of answer.stream) {
-        if (raw.destroyed) break;
-        // A client that reads slowly holds the stream (which drops its oldest past its bound), not the daemon's memory.
-        if (!raw.write(`event: message\ndata: ${JSON.stringify(this.#redactor.scrubValue(message))}\n\n`)) {
-          await new Promise<void>((resolve) => {
-            const done = (): void => {
-              raw.off('drain', done);
-              raw.off('close', done);
-              resolve();
-            };
-            raw.once('drain', done);
-            raw.once('close', done);
-          });
-        }
-      }
+      await writeModernAnswer(raw, answer, {
+        encodeText: (json) => this.#redactor.scrub(json),
+        encode: (message) => this.#redactor.scrubValue(message),
+        keepAliveMs: this.#daemon.settings.heartbeatMs,
+        signal: gone,
+      });
     } finally {
-      clearInterval(keepAlive);
-      gone.removeEventListener('abort', stop);
       this.#modernResponses.delete(raw);
-      if (!raw.writableEnded) raw.end();
     }
   }
 
   /** Open sessions of one client, its modern listens included (O(open sessions): bounded by `mcpMaxSessions`). */
   #sessionsOf(principalId: string): number {
     let count = this.#modern.listensOf(principalId);
-    for (const session of this.#sessions.values()) if (session.principalId === principalId) count += 1;
+    for (const session of this.#sessions.values()) if (session.principal === principalId) count += 1;
     return count;
   }
 
@@ -465,9 +426,9 @@ export class Gateway {
     return undefined;
   }
 
-  /** A typed refusal in the JSON-RPC shape an MCP client reads, its status from the one code table. */
-  #refuse(reply: FastifyReply, code: ErrorCode, message: string): FastifyReply {
-    return reply.code(httpStatusOf(code)).send(gatewayRefusalBody(code, message));
+  /** A refusal in the JSON-RPC shape an MCP client reads, its status from the one code table. */
+  #refuse(reply: FastifyReply, refusal: PoolError): FastifyReply {
+    return reply.code(httpStatusOf(refusal.code)).send(refusalBody(refusal));
   }
 
   async #withSession(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
@@ -475,7 +436,7 @@ export class Gateway {
     if (typeof id !== 'string') return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: Mcp-Session-Id header is required'));
     const session = this.#sessions.get(id);
     // Another principal's session, or one opened on another endpoint, does not exist for this request.
-    if (session === undefined || session.closed || session.principalId !== request.principal!.id || session.scope !== scope) {
+    if (session === undefined || session.closed || session.principal !== request.principal!.id || session.scope !== scope) {
       return reply.code(404).send(rpcErrorBody(RpcCode.SESSION_NOT_FOUND, 'Session not found'));
     }
     await this.#handOver(session, request, reply);
@@ -483,21 +444,13 @@ export class Gateway {
   }
 
   /** The session's wire writes the answer itself (SSE or JSON); headers fastify set so far (CORS) go along. */
-  async #handOver(session: GatewaySession, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    session.active += 1;
-    session.lastSeen = Date.now();
+  async #handOver(session: LegacySession, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = reply.raw;
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);
     if (request.headers.origin !== undefined) raw.setHeader('access-control-expose-headers', 'mcp-session-id');
     reply.hijack();
-    session.track(raw);
-    raw.once('close', () => {
-      session.active -= 1;
-      session.lastSeen = Date.now();
-    });
     try {
       await session.handle(request.raw, raw, request.body);
-      if (request.method === 'GET' && raw.statusCode === 200 && !raw.writableEnded) session.streamOpened();
     } catch (error) {
       this.#logger.error({ sessionId: session.id, err: error }, 'gateway request failed');
       if (!raw.headersSent) {
@@ -516,4 +469,27 @@ export class Gateway {
 function isInitialize(body: unknown): body is InitializeRequest {
   if (typeof body !== 'object' || body === null || (body as { method?: unknown }).method !== 'initialize') return false;
   return isInitializeRequest(body);
+}
+
+/** What a server span records of one legacy request (the names as the client wrote them). */
+function serverOperation({ method, params, context, session }: LegacyOperation): ServerOperation {
+  const name = typeof params.name === 'string' ? params.name : undefined;
+  const header = context.headers['mcp-protocol-version'];
+  return {
+    method,
+    tool: method === 'tools/call' ? name : undefined,
+    prompt: method === 'prompts/get' ? name : undefined,
+    requestId: context.requestId,
+    mcpSessionId: session.id,
+    protocolVersion: typeof header === 'string' ? header : session.client?.protocolVersion,
+    meta: context.meta,
+    headers: context.headers,
+  };
+}
+
+/** A request's failure as the downstream client sees it: the JSON-RPC code it gets back. */
+function rpcFailure(error: unknown): ServerFailure {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'number') return { type: String(code), rpcCode: String(code), message: (error as Error).message };
+  return error instanceof Error ? { type: '_OTHER', message: error.message } : { type: '_OTHER' };
 }

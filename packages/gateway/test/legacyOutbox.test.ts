@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SESSION_QUEUE_BOUND, SESSION_QUEUE_BYTES, SessionOutbox } from '../src/gateway/sessionOutbox.js';
+import { SESSION_QUEUE_BOUND, SESSION_QUEUE_BYTES, SessionOutbox } from '../src/legacy/outbox.js';
 
 let server: Server | undefined;
 afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * The notifications one downstream `/mcp` session has not taken yet. Node buffers whatever is
+ * The notifications one legacy session has not taken yet. Node buffers whatever is
  * written to an HTTP response its client does not read, without bound; so a session's
  * notifications go through here, which holds them (bounded) while a response cannot take more.
  *

@@ -19,7 +19,7 @@
  *   clients ignore a cancel for id 0), a timeout or abort cancelling them on the client.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { RpcCode, RpcError } from './rpcErrors.js';
+import { RpcCode, RpcError } from '../rpcErrors.js';
 
 /** A JSON-RPC params or result object, as the wire passes it. */
 export type LegacyParams = Record<string, unknown>;

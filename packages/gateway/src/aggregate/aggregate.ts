@@ -1,0 +1,271 @@
+/**
+ * The views one gateway caller holds: a slot per server of its endpoint, each with the server's
+ * view or the failure that left it without one, over one pool session. Both era fronts keep one
+ * per caller — a legacy session for its life, the modern router per (principal, endpoint) it
+ * holds between stateless requests — and read what the caller sees through `directory.ts`.
+ *
+ * Rules:
+ * - A view is acquired on first use with the server's current config, the caller's principal
+ *   and what its client declared; readiness is awaited. A view that comes after its caller went
+ *   away is given back at once (the pool may have released the session before it was indexed).
+ * - A server that did not start is tried again on use, at most every {@link RETRY_ACQUIRE_MS};
+ *   its failure stays in its slot meanwhile. A view that fails is released and its slot retried
+ *   the same way.
+ * - What a view tells (its lists changed, a resource changed, a notification no call owns, a
+ *   reconnect) goes to the front through {@link AggregateEvents}; a server that joins, or fails,
+ *   changes every list.
+ * - Server→client requests are not wired here: the pool attributes each to a call, and the
+ *   front answers it through that call's own `onServerRequest`.
+ */
+import { ErrorCode, PoolError, type ConnectionStatus, type Logger, type McpTransportPool, type PooledConnection, type ServerConfig, type UpstreamNotification, type ViewClientInfo } from '@mcpool/core';
+import { serverUnavailable } from '@mcpool/protocol/refusals';
+import type { GatewayAccess } from './access.js';
+
+/** A server that failed to start for a caller is tried again on use, at most this often. */
+export const RETRY_ACQUIRE_MS = 5_000;
+
+export const LIST_KINDS = ['tools', 'prompts', 'resources'] as const;
+export type ListKind = (typeof LIST_KINDS)[number];
+
+/** A server's failure to start, as a slot keeps it until its next try. */
+export interface AcquireFailure {
+  code: ErrorCode;
+  message: string;
+}
+
+/** A server of the caller with a live view. */
+export interface Live {
+  readonly name: string;
+  readonly view: PooledConnection;
+}
+
+interface Slot {
+  readonly name: string;
+  view: PooledConnection | undefined;
+  error: AcquireFailure | undefined;
+  retryAt: number;
+  acquiring: Promise<PooledConnection | undefined> | undefined;
+  detach: (() => void)[];
+}
+
+/** What the caller's views tell, for its front to pass on. */
+export interface AggregateEvents {
+  /** A list the caller sees may have changed (a server announced it, joined, failed or came back). */
+  listChanged(kind: ListKind): void;
+  /** A resource a view subscribed to changed. */
+  resourceUpdated(server: string, uri: string): void;
+  /** A server's notification that no call of the caller can be blamed for. */
+  notification?(server: string, notification: UpstreamNotification): void;
+  /** A server's process was replaced (it knows nothing of what the last one was told). */
+  reconnected?(server: string, view: PooledConnection): void;
+  /** A server's view was acquired after the first request of the caller. */
+  joined?(server: string): void;
+}
+
+export interface AggregateOptions {
+  pool: McpTransportPool;
+  /** The current config of a server (it may change on reload); undefined when no longer configured. */
+  config(name: string): ServerConfig | undefined;
+  /** The pool session the views belong to. */
+  poolSessionId: string;
+  /** Who the caller acts for: a `per-principal` server is shared by this principal's callers only. */
+  principal: string;
+  /** `/mcp/<server>`: that one server, unprefixed; undefined for the aggregating endpoint. */
+  scope: string | undefined;
+  /** What the caller's client declared about itself: each view carries it upstream. */
+  client: ViewClientInfo | undefined;
+  /**
+   * The caller's servers, fixed for its life (a legacy session's, chosen at `initialize`);
+   * undefined: the servers its access allows, read per request (a modern caller's).
+   */
+  servers?: readonly string[] | undefined;
+  events: AggregateEvents;
+  /** Told when an acquire of `name` settled (ready or failed): the host's join window for it can close. */
+  settled?(name: string): void;
+  /** Silent unless given. */
+  logger?: Logger | undefined;
+}
+
+export class Aggregate {
+  readonly scope: string | undefined;
+  readonly #options: AggregateOptions;
+  readonly #slots = new Map<string, Slot>();
+  readonly #fixed: ReadonlySet<string> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: AggregateOptions) {
+    this.#options = options;
+    this.scope = options.scope;
+    if (options.servers !== undefined) {
+      this.#fixed = new Set(options.servers);
+      for (const name of [...options.servers].sort()) this.#slot(name);
+    }
+  }
+
+  get closed(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** The endpoint's servers `access` allows, by name: the scope alone on a server's endpoint. */
+  servers(access: GatewayAccess): string[] {
+    if (this.scope !== undefined) return access.servers.has(this.scope) && (this.#fixed?.has(this.scope) ?? true) ? [this.scope] : [];
+    const names = this.#fixed === undefined ? [...access.servers] : [...this.#fixed].filter((name) => access.servers.has(name));
+    return names.sort();
+  }
+
+  /**
+   * The live views of the servers `access` allows, by server name; a missing one whose retry time
+   * has come is acquired in the background (it joins with `listChanged`).
+   */
+  live(access: GatewayAccess): Live[] {
+    const out: Live[] = [];
+    const now = Date.now();
+    for (const name of this.servers(access)) {
+      const slot = this.#slot(name);
+      if (slot.view !== undefined) out.push({ name, view: slot.view });
+      else if (now >= slot.retryAt && !this.closed) void this.#acquire(slot);
+    }
+    return out;
+  }
+
+  /** Every live view the caller holds, whoever may use it now. */
+  held(): Live[] {
+    const out: Live[] = [];
+    for (const slot of this.#slots.values()) if (slot.view !== undefined) out.push({ name: slot.name, view: slot.view });
+    return out;
+  }
+
+  /**
+   * Acquires the missing views of the servers `access` allows (those whose retry time has come),
+   * waiting for each until `deadlineOf(name)` (epoch ms) at most: a server not ready by then is
+   * left to join later. Without `deadlineOf`, waits for every one.
+   */
+  async join(access: GatewayAccess, deadlineOf?: (name: string) => number): Promise<void> {
+    const timers: NodeJS.Timeout[] = [];
+    const now = Date.now();
+    try {
+      await Promise.all(
+        this.servers(access)
+          .map((name) => this.#slot(name))
+          .filter((slot) => slot.view === undefined && now >= slot.retryAt)
+          .map((slot): Promise<unknown> => {
+            const acquired = this.#acquire(slot);
+            if (deadlineOf === undefined) return acquired;
+            const waitMs = deadlineOf(slot.name) - Date.now();
+            if (waitMs <= 0) return Promise.resolve();
+            return Promise.race([acquired, new Promise<void>((resolve) => timers.push(setTimeout(resolve, waitMs)))]);
+          }),
+      );
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+    }
+  }
+
+  /** The view of `name`, acquired now when it has none. @throws the server-unavailable refusal. */
+  async viewOf(name: string): Promise<PooledConnection> {
+    const slot = this.#slot(name);
+    const view = slot.view ?? (await this.#acquire(slot));
+    if (view === undefined) throw serverUnavailable(name, slot.error);
+    return view;
+  }
+
+  /** Acquires `name` again now if the caller has it and it has no view (it was just authorized). */
+  retry(name: string): void {
+    const slot = this.#slots.get(name);
+    if (slot !== undefined && slot.view === undefined && !this.closed) void this.#acquire(slot);
+  }
+
+  /** Servers being acquired now (they join when ready). */
+  get joining(): number {
+    let count = 0;
+    for (const slot of this.#slots.values()) if (slot.view === undefined && slot.acquiring !== undefined) count += 1;
+    return count;
+  }
+
+  /** Each server the caller has met and where its view stands: `connecting` while it is acquired or retried. */
+  states(): { name: string; status: ConnectionStatus | 'connecting' | 'failed'; error?: AcquireFailure }[] {
+    return [...this.#slots.values()].map((slot) => {
+      if (slot.view !== undefined) return { name: slot.name, status: slot.view.status };
+      if (slot.error === undefined) return { name: slot.name, status: 'connecting' };
+      return { name: slot.name, status: 'failed', error: slot.error };
+    });
+  }
+
+  /** Stops listening to the views and releases the pool session (every view with it). Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const slot of this.#slots.values()) unwire(slot);
+      await this.#options.pool.releaseSession(this.#options.poolSessionId).catch((error: unknown) => {
+        this.#options.logger?.warn({ poolSessionId: this.#options.poolSessionId, err: error }, 'gateway: releasing a caller’s pool session failed');
+      });
+    })();
+    return this.#closing;
+  }
+
+  #slot(name: string): Slot {
+    let slot = this.#slots.get(name);
+    if (slot === undefined) this.#slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, detach: [] }));
+    return slot;
+  }
+
+  #acquire(slot: Slot): Promise<PooledConnection | undefined> {
+    if (slot.view !== undefined) return Promise.resolve(slot.view);
+    slot.acquiring ??= (async () => {
+      const { pool, poolSessionId, principal, client, logger } = this.#options;
+      try {
+        const settings = this.#options.config(slot.name);
+        if (settings === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
+        const view = await pool.acquire(slot.name, settings, poolSessionId, { principal, ...(client === undefined ? {} : { client }) });
+        await view.ready;
+        if (this.closed) {
+          void view.release().catch(() => undefined);
+          return undefined;
+        }
+        slot.view = view;
+        slot.error = undefined;
+        this.#wire(slot, view);
+        this.#options.events.joined?.(slot.name);
+        for (const kind of LIST_KINDS) this.#options.events.listChanged(kind);
+        return view;
+      } catch (error) {
+        slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };
+        slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
+        // A failed spawn has its one log line from the pool's host already.
+        const spawnFailure = slot.error.code === ErrorCode.SPAWN_FAILED || slot.error.code === ErrorCode.SPAWN_TIMEOUT;
+        if (!this.closed) logger?.[spawnFailure ? 'debug' : 'warn']({ poolSessionId, server: slot.name, code: slot.error.code, error: slot.error.message }, 'gateway: could not acquire a server');
+        return undefined;
+      } finally {
+        slot.acquiring = undefined;
+        this.#options.settled?.(slot.name);
+      }
+    })();
+    return slot.acquiring;
+  }
+
+  #wire(slot: Slot, view: PooledConnection): void {
+    const events = this.#options.events;
+    const name = slot.name;
+    slot.detach.push(
+      view.on('toolsChanged', () => events.listChanged('tools')),
+      view.on('promptsChanged', () => events.listChanged('prompts')),
+      view.on('resourcesChanged', () => events.listChanged('resources')),
+      view.on('resourceUpdated', ({ uri }) => events.resourceUpdated(name, uri)),
+      view.on('notification', (notification) => events.notification?.(name, notification)),
+      view.on('reconnected', () => events.reconnected?.(name, view)),
+      view.on('failed', () => {
+        if (slot.view !== view) return;
+        unwire(slot);
+        slot.view = undefined;
+        slot.error = { code: ErrorCode.SERVER_FAILED, message: `${name} failed` };
+        slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
+        void view.release().catch(() => undefined);
+        for (const kind of LIST_KINDS) events.listChanged(kind);
+      }),
+    );
+  }
+}
+
+function unwire(slot: Slot): void {
+  for (const off of slot.detach) off();
+  slot.detach = [];
+}

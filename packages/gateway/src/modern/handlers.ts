@@ -1,0 +1,142 @@
+/**
+ * What each 2026-07-28 method means at the gateway, one handler each, over the caller's held
+ * views (the same aggregate and directory the legacy session reads):
+ * - `server/discover`: the capabilities and instructions of the servers behind the endpoint;
+ * - the four lists: the directory's, in its one order, carrying `cacheScope: "private"` and
+ *   `ttlMs: 0` (they vary by who asks, and a listen stream says when they change);
+ * - `tools/call`, `prompts/get`, `resources/read`, `completion/complete`: resolved by name or
+ *   URI, then forwarded as the same method (`forward.ts`); a tool call's `Mcp-Param-*` headers
+ *   are checked against the tool's own schema first;
+ * - `subscriptions/listen`: a listen stream (`listen.ts`).
+ * A server the caller has not used yet is waited for until the host's join deadline.
+ */
+import { ErrorCode } from '@mcpool/protocol';
+import { MODERN_META } from '@mcpool/protocol/modernMeta';
+import type { GatewayAccess } from '../aggregate/access.js';
+import {
+  capabilitiesOf,
+  instructionsOf,
+  listPrompts,
+  listResources,
+  listResourceTemplates,
+  listTools,
+  resolveCompletion,
+  resolveName,
+  resolveUri,
+  serverInfoOf,
+} from '../aggregate/directory.js';
+import { stringParam } from '../rpcErrors.js';
+import { listResult, refusalAnswer, result, type ModernAnswer } from './answers.js';
+import type { Continuations } from './continuations.js';
+import { forward, type ForwardContext } from './forward.js';
+import { paramHeaderMismatch } from './headers.js';
+import type { Holds } from './holds.js';
+
+type Params = Record<string, unknown>;
+
+/** One routed request: who asks, on which endpoint, with what access. */
+export interface HandlerContext extends ForwardContext {
+  principal: string;
+  access: GatewayAccess;
+}
+
+export type Handler = (ctx: HandlerContext) => Promise<ModernAnswer>;
+
+export interface HandlerDeps {
+  continuations: Continuations;
+  holds: Holds;
+  /** The protocol revisions served. */
+  versions: readonly string[];
+  /** `serverInfo.version` of the aggregating endpoint. */
+  version: string;
+  joinDeadline?(name: string): number;
+  observeCall?(server: string, ok: boolean, seconds: number): void;
+  admitListen?(principal: string): { code: ErrorCode; message: string } | undefined;
+}
+
+/** The method table: the router dispatches a request to the handler its method names. */
+export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handler>> {
+  const { continuations, holds } = deps;
+  /** The caller's servers, joined (each waited for until its deadline). */
+  const joined = async (ctx: HandlerContext): Promise<void> => {
+    await ctx.hold.aggregate.join(ctx.access, deps.joinDeadline === undefined ? undefined : (name) => deps.joinDeadline!(name));
+  };
+  const binding = (ctx: HandlerContext, method: string, name: string) => ({ principal: ctx.principal, scope: ctx.hold.scope, method, name });
+
+  return {
+    'server/discover': async (ctx) => {
+      await joined(ctx);
+      const { aggregate } = ctx.hold;
+      const instructions = instructionsOf(aggregate, ctx.access);
+      return result(ctx.id, {
+        supportedVersions: [...deps.versions],
+        capabilities: capabilitiesOf(aggregate, ctx.access),
+        ...(instructions ? { instructions } : {}),
+        ttlMs: 0,
+        cacheScope: 'private',
+        resultType: 'complete',
+        _meta: { [MODERN_META.serverInfo]: serverInfoOf(aggregate, ctx.access, deps.version) },
+      });
+    },
+    'tools/list': async (ctx) => {
+      await joined(ctx);
+      return listResult(ctx.id, { tools: listTools(ctx.hold.aggregate, ctx.access) });
+    },
+    'prompts/list': async (ctx) => {
+      await joined(ctx);
+      return listResult(ctx.id, { prompts: listPrompts(ctx.hold.aggregate, ctx.access) });
+    },
+    'resources/list': async (ctx) => {
+      await joined(ctx);
+      return listResult(ctx.id, { resources: listResources(ctx.hold.aggregate, ctx.access) });
+    },
+    'resources/templates/list': async (ctx) => {
+      await joined(ctx);
+      return listResult(ctx.id, { resourceTemplates: listResourceTemplates(ctx.hold.aggregate, ctx.access) });
+    },
+    'tools/call': async (ctx) => {
+      const asked = stringParam(ctx.params, 'name');
+      const { server, name, view } = await resolveName(ctx.hold.aggregate, ctx.access, 'tool', asked);
+      const schema = view.tools.find((tool) => tool.name === name)?.inputSchema;
+      const mismatch = paramHeaderMismatch(schema, asRecord(ctx.params.arguments) ?? {}, ctx.headers);
+      if (mismatch !== undefined) return refusalAnswer(ctx.id, { code: ErrorCode.HEADER_MISMATCH, message: `Bad Request: the request headers and body disagree: ${mismatch}` });
+      const started = performance.now();
+      let ok = false;
+      try {
+        const answer = await forward(continuations, holds, ctx, view, 'tools/call', { ...ctx.params, name }, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, what: `tools/call ${asked}` });
+        ok = true;
+        return answer;
+      } finally {
+        deps.observeCall?.(server, ok, (performance.now() - started) / 1000);
+      }
+    },
+    'prompts/get': async (ctx) => {
+      const asked = stringParam(ctx.params, 'name');
+      const { name, view } = await resolveName(ctx.hold.aggregate, ctx.access, 'prompt', asked);
+      return forward(continuations, holds, ctx, view, 'prompts/get', { ...ctx.params, name }, { binding: binding(ctx, 'prompts/get', asked), requested: { kind: 'prompt', name: asked }, what: `prompts/get ${asked}` });
+    },
+    'resources/read': async (ctx) => {
+      const uri = stringParam(ctx.params, 'uri');
+      await joined(ctx);
+      const { view } = await resolveUri(ctx.hold.aggregate, ctx.access, uri);
+      return forward(continuations, holds, ctx, view, 'resources/read', ctx.params, { binding: binding(ctx, 'resources/read', uri), what: `resources/read ${uri}` });
+    },
+    'completion/complete': async (ctx) => {
+      await joined(ctx);
+      const target = await resolveCompletion(ctx.hold.aggregate, ctx.access, ctx.params);
+      return forward(continuations, holds, ctx, target.view, 'completion/complete', target.params, { requested: target.asked, what: 'completion/complete' });
+    },
+    'subscriptions/listen': async (ctx) => {
+      await joined(ctx);
+      return ctx.hold.listens.open({
+        id: ctx.id,
+        params: ctx.params,
+        access: ctx.access,
+        signal: ctx.signal,
+        ...(deps.admitListen === undefined ? {} : { admit: () => deps.admitListen!(ctx.principal) }),
+      });
+    },
+  };
+}
+
+const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
