@@ -71,7 +71,7 @@ describe('server messages', () => {
     await expect(a.callTool('test_sampling', { prompt: 'x' })).rejects.toMatchObject({
       code: ErrorCode.UPSTREAM_ERROR,
       data: { mcpCode: -32601 },
-      message: expect.stringMatching(/this session does not handle sampling\/createMessage/),
+      message: expect.stringMatching(/cannot route sampling\/createMessage: this session takes no server requests/),
     });
   });
 
