@@ -18,7 +18,6 @@ import { SPAWN_TIMEOUT_MS } from '../../../test/helpers/pools.js';
 import { startHost, type Host } from './host.js';
 
 type Era = 'legacy' | 'modern';
-type Params = Record<string, unknown>;
 type Failure = { code: number; message: string };
 
 /** What a case sees of an endpoint, whichever SDK and era reach it. */
@@ -93,9 +92,11 @@ interface Case {
   title: string;
   /** The endpoint. @default '/mcp' */
   path?: string;
-  run(conn: Conn): Promise<unknown>;
-  /** What both fronts answer, or what each era answers where the revisions differ. */
-  expected: unknown | ((era: Era) => unknown);
+  run: (conn: Conn) => Promise<unknown>;
+  /** What both fronts answer... */
+  expected?: unknown;
+  /** ...or what each era answers, where the revisions differ. */
+  byEra?: (era: Era) => unknown;
 }
 
 const names = (items: { name: string }[]) => items.map((item) => item.name);
@@ -110,7 +111,7 @@ const CASES: Case[] = [
         sorted: JSON.stringify(listed) === JSON.stringify([...listed].sort()),
         first: listed[0],
         last: listed.at(-1),
-        zeta: listed.filter((name) => name!.startsWith('zeta__')),
+        zeta: listed.filter((name) => name.startsWith('zeta__')),
         hasAlpha: listed.includes('alpha__test_simple_text'),
         trust: tools.some((tool) => 'trust' in tool),
       };
@@ -134,7 +135,7 @@ const CASES: Case[] = [
   },
   {
     title: 'a prefixed tool resolves to its server and its own name',
-    run: async (conn) => textOf((await api(conn).callTool({ name: 'zeta__echo', arguments: { text: 'through the aggregate' } })) as Params),
+    run: async (conn) => textOf((await api(conn).callTool({ name: 'zeta__echo', arguments: { text: 'through the aggregate' } }))),
     expected: 'through the aggregate',
   },
   {
@@ -163,7 +164,7 @@ const CASES: Case[] = [
   {
     title: 'a URI no server has is "resource not found": -32002 in 2025-11-25, -32602 in 2026-07-28',
     run: async (conn) => failureOf(() => api(conn).readResource({ uri: 'nope://nothing' })),
-    expected: (era) => ({ code: era === 'legacy' ? -32002 : -32602, message: 'Resource not found: nope://nothing' }),
+    byEra: (era) => ({ code: era === 'legacy' ? -32002 : -32602, message: 'Resource not found: nope://nothing' }),
   },
   {
     title: 'completion goes where its ref resolves: a prompt by its prefixed name, a template by URI; a hidden prompt is unknown',
@@ -190,7 +191,7 @@ const CASES: Case[] = [
   {
     title: 'a server’s own endpoint lists its tools unprefixed, sorted, the hidden one left out, under its own serverInfo',
     path: '/mcp/zeta',
-    run: async (conn) => [names((await api(conn).listTools()).tools), api(conn).getServerVersion()?.name, textOf((await api(conn).callTool({ name: 'echo', arguments: { text: 'scoped' } })) as Params)],
+    run: async (conn) => [names((await api(conn).listTools()).tools), api(conn).getServerVersion()?.name, textOf((await api(conn).callTool({ name: 'echo', arguments: { text: 'scoped' } })))],
     expected: [['echo', 'env', 'fail', 'pid', 'slow', 'throw'], 'fixture-echo', 'scoped'],
   },
   {
@@ -201,21 +202,21 @@ const CASES: Case[] = [
       (await api(conn).complete({ ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg2', value: 'bl' } })).completion.values,
     ],
     // The server's own answer to a URI it does not have (a legacy server: -32002), as the era says it.
-    expected: (era: Era) => [{ code: era === 'legacy' ? -32002 : -32602, message: expect.stringContaining('test://no-such-resource') }, ['blue']],
+    byEra: (era) => [{ code: era === 'legacy' ? -32002 : -32602, message: expect.stringContaining('test://no-such-resource') }, ['blue']],
   },
 ];
 
 const pids: Record<Era, number | undefined> = { legacy: undefined, modern: undefined };
 
 describe.each(['legacy', 'modern'] as const)('the %s front', (era) => {
-  it.each(CASES)('$title', async ({ path = '/mcp', run, expected }) => {
+  it.each(CASES)('$title', async ({ path = '/mcp', run, expected, byEra }) => {
     const conn = await connect(era, path);
-    expect(await run(conn)).toEqual(typeof expected === 'function' ? (expected as (era: Era) => unknown)(era) : expected);
+    expect(await run(conn)).toEqual(byEra === undefined ? expected : byEra(era));
   }, 120_000);
 
   it('reaches the servers of the one pool', async () => {
     const conn = await connect(era, '/mcp');
-    pids[era] = (JSON.parse(textOf((await api(conn).callTool({ name: 'zeta__pid', arguments: {} })) as Params)) as { pid: number }).pid;
+    pids[era] = (JSON.parse(textOf((await api(conn).callTool({ name: 'zeta__pid', arguments: {} })))) as { pid: number }).pid;
   }, 60_000);
 });
 

@@ -69,7 +69,7 @@ describe('an IDE host serving both eras in-process', () => {
       expect(tools).toEqual(expect.arrayContaining(['echo__echo', 'conf__test_sampling', 'conf__test_elicitation']));
       expect(textOf((await client.callTool({ name: 'echo__echo', arguments: { text: 'in process' } })) as Params)).toBe('in process');
     }
-    const pidOf = async (client: ClientV1 | ClientV2) => (JSON.parse(textOf((await client.callTool({ name: 'echo__pid', arguments: {} })) as Params)) as { pid: number }).pid;
+    const pidOf = async (client: ClientV1 | ClientV2) => (JSON.parse(textOf((await client.callTool({ name: 'echo__pid', arguments: {} })))) as { pid: number }).pid;
     const pid = await pidOf(legacy);
     expect(await pidOf(modern)).toBe(pid);
     expect(pidsWithMarker(mark)).toContain(pid);

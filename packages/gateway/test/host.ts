@@ -112,7 +112,7 @@ function readJson(req: IncomingMessage): Promise<unknown> {
       try {
         resolve(text === '' ? undefined : JSON.parse(text));
       } catch (error) {
-        reject(error as Error);
+        reject(error instanceof Error ? error : new Error(String(error)));
       }
     });
     req.once('error', reject);

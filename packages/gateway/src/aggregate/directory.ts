@@ -21,8 +21,8 @@ import type { GatewayAccess } from './access.js';
 import type { Aggregate, Live } from './aggregate.js';
 import { endpointCapabilities, type EndpointCapabilities } from './capabilities.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
+import { asRecord, type Params } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 /** A name as the caller asked for it, and what it resolved to. */
 export interface Resolved {
@@ -138,7 +138,6 @@ export function serverInfoOf(aggregate: Aggregate, access: GatewayAccess, versio
   return own ?? { name: 'mcpool', version };
 }
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
 
 function byKey<K extends string>(key: K): (a: Record<K, unknown>, b: Record<K, unknown>) => number {
   return (a, b) => {

@@ -181,6 +181,8 @@ export class LegacySession {
   #logLevel: LogLevel | undefined;
   /** A server joined after the session started (its `list_changed` may have found no stream). */
   #joinedLate = false;
+  /** Whether the client declared any capability a server→client request needs. */
+  readonly #takesServerRequests: boolean;
   #closing: Promise<void> | undefined;
 
   /** @internal {@link LegacySessions.open} makes sessions. */
@@ -193,6 +195,8 @@ export class LegacySession {
     this.principal = init.principal;
     this.scope = init.scope;
     this.#logger = options.logger;
+    const caps = init.client?.capabilities;
+    this.#takesServerRequests = caps !== undefined && Object.values(CAPABILITY_OF).some((kind) => caps[kind] !== undefined && caps[kind] !== null);
     this.#outbox = new SessionOutbox({
       onStall: (stalledMs) => {
         this.#logger?.warn({ sessionId: this.id, client: this.principal, stalledMs }, `closing a legacy MCP session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
@@ -504,11 +508,6 @@ export class LegacySession {
     }
   }
 
-  /** Whether this session's client declared any capability a server→client request needs. */
-  get #takesServerRequests(): boolean {
-    const caps = this.#init.client?.capabilities;
-    return caps !== undefined && Object.values(CAPABILITY_OF).some((kind) => caps[kind] !== undefined && caps[kind] !== null);
-  }
 
   /** A server→client request on the call's own stream, if the client declared what it needs. */
   async #serverRequest(request: { method: string; params: Params }, signal: AbortSignal, context: LegacyRequestContext): Promise<Params> {

@@ -19,8 +19,8 @@ import { headerValue, type RequestHeaders } from '../era.js';
 import { failureAnswer, shapeResult, Sink, type ModernAnswer, type RequestId } from './answers.js';
 import { Continuations, type Binding } from './continuations.js';
 import type { Hold, Holds } from './holds.js';
+import { asRecord, type Params } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 /** One routed request, as its handler sees it. */
 export interface ForwardContext {
@@ -95,4 +95,3 @@ function refuse(sink: Sink, id: RequestId, what: string): void {
   sink.finish(refused.message, refused.status);
 }
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);

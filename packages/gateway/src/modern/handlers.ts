@@ -31,8 +31,8 @@ import type { Continuations } from './continuations.js';
 import { forward, type ForwardContext } from './forward.js';
 import { paramHeaderMismatch } from './headers.js';
 import type { Holds } from './holds.js';
+import { asRecord } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 /** One routed request: who asks, on which endpoint, with what access. */
 export interface HandlerContext extends ForwardContext {
@@ -62,6 +62,13 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
     await ctx.hold.aggregate.join(ctx.access, deps.joinDeadline === undefined ? undefined : (name) => deps.joinDeadline!(name));
   };
   const binding = (ctx: HandlerContext, method: string, name: string) => ({ principal: ctx.principal, scope: ctx.hold.scope, method, name });
+  /** A list method: the directory's list, once the caller's servers joined. */
+  const listing =
+    (key: string, list: (aggregate: HandlerContext['hold']['aggregate'], access: GatewayAccess) => Record<string, unknown>[]): Handler =>
+    async (ctx) => {
+      await joined(ctx);
+      return listResult(ctx.id, { [key]: list(ctx.hold.aggregate, ctx.access) });
+    };
 
   return {
     'server/discover': async (ctx) => {
@@ -78,22 +85,10 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
         _meta: { [MODERN_META.serverInfo]: serverInfoOf(aggregate, ctx.access, deps.version) },
       });
     },
-    'tools/list': async (ctx) => {
-      await joined(ctx);
-      return listResult(ctx.id, { tools: listTools(ctx.hold.aggregate, ctx.access) });
-    },
-    'prompts/list': async (ctx) => {
-      await joined(ctx);
-      return listResult(ctx.id, { prompts: listPrompts(ctx.hold.aggregate, ctx.access) });
-    },
-    'resources/list': async (ctx) => {
-      await joined(ctx);
-      return listResult(ctx.id, { resources: listResources(ctx.hold.aggregate, ctx.access) });
-    },
-    'resources/templates/list': async (ctx) => {
-      await joined(ctx);
-      return listResult(ctx.id, { resourceTemplates: listResourceTemplates(ctx.hold.aggregate, ctx.access) });
-    },
+    'tools/list': listing('tools', listTools),
+    'prompts/list': listing('prompts', listPrompts),
+    'resources/list': listing('resources', listResources),
+    'resources/templates/list': listing('resourceTemplates', listResourceTemplates),
     'tools/call': async (ctx) => {
       const asked = stringParam(ctx.params, 'name');
       const { server, name, view } = await resolveName(ctx.hold.aggregate, ctx.access, 'tool', asked);
@@ -139,4 +134,3 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
   };
 }
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);

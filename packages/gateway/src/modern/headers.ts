@@ -10,8 +10,8 @@
  *   null argument needs none.
  */
 import { headerValue as header, type RequestHeaders } from '../era.js';
+import { asRecord, type Params } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 /** Methods whose `Mcp-Name` header mirrors a body field, and which field. */
 const NAME_SOURCE: Readonly<Record<string, string>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
@@ -19,7 +19,6 @@ const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 /** How deep `x-mcp-header` declarations are looked for in a tool's input schema. */
 const MAX_SCHEMA_DEPTH = 16;
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
 
 /** Why the request's headers disagree with its body (undefined: they agree). */
 export function headerMismatch(headers: RequestHeaders, method: string, params: Params): string | undefined {

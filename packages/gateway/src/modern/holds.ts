@@ -11,8 +11,8 @@ import type { ConnectionStatus, Logger, McpTransportPool, ServerConfig, ViewClie
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { Aggregate, LIST_KINDS } from '../aggregate/aggregate.js';
 import { Listens } from './listen.js';
+import { asRecord, type Params } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 /** A (principal, endpoint)'s held views as a host lists them (never a token or a declared capability). */
 export interface ModernHoldInfo {
@@ -190,4 +190,3 @@ function declared(meta: Params): ViewClientInfo | undefined {
   };
 }
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);

@@ -16,8 +16,8 @@ import { capabilitiesOf, ownsUri } from '../aggregate/directory.js';
 import type { ErrorCode } from '@mcpool/protocol';
 import { refusalAnswer, type ModernAnswer, type RequestId } from './answers.js';
 import { MessageStream } from './messageStream.js';
+import { asRecord, type Params } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 interface Listen {
   id: RequestId;
@@ -136,4 +136,3 @@ function completion(id: RequestId): Record<string, unknown> {
   return { jsonrpc: '2.0', id, result: { resultType: 'complete' } };
 }
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);

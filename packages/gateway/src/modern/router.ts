@@ -23,11 +23,11 @@ import { Continuations } from './continuations.js';
 import { modernHandlers, type Handler } from './handlers.js';
 import { headerMismatch } from './headers.js';
 import { Holds, type ModernHoldInfo } from './holds.js';
+import { asRecord } from '../json.js';
 
 /** The protocol revisions the router serves. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
 
-type Params = Record<string, unknown>;
 
 /** Who asks, on which endpoint, and what they may use (the host decides, per request). */
 export interface ModernCaller {
@@ -185,4 +185,3 @@ export class ModernRouter {
   }
 }
 
-const asRecord = (value: unknown): Params | undefined => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Params) : undefined);
