@@ -18,7 +18,6 @@ export { qualify } from './aggregate/naming.js';
 // 2025-11-25: a session per client.
 export { LegacySession, LegacySessions } from './legacy/session.js';
 export type { LegacyOperation, LegacySessionInit, LegacySessionsOptions } from './legacy/session.js';
-export { LEGACY_PROTOCOL_VERSIONS } from './legacy/wire.js';
 export type { LegacyParams, LegacyRequestContext, LegacyRequestId } from './legacy/wire.js';
 
 // 2026-07-28: stateless requests.

@@ -69,8 +69,9 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
   if (typeof meta[MODERN_META.logLevel] === 'string') {
     callOptions.onNotification = (note: UpstreamNotification) => (note.method === 'notifications/message' ? call.sink?.emit({ jsonrpc: '2.0', ...note }) : undefined);
   }
-  // A legacy server's request the pool attributes to this call is offered to its caller as input_required.
-  if (binding !== undefined) callOptions.onServerRequest = (request, signal) => continuations.offer(call, request, signal);
+  // A legacy server's request the pool attributes to this call is offered to its caller as
+  // input_required (a modern server asks in its result instead).
+  if (binding !== undefined && view.era !== 'modern') callOptions.onServerRequest = (request, signal) => continuations.offer(call, request, signal);
   // The call keeps its views held until its answer, however long after the first notification.
   holds.retain(ctx.hold);
   const finish = (message: Record<string, unknown>, status: number): void => {
