@@ -232,7 +232,7 @@ export class Aggregate {
         slot.retryAt = Date.now() + RETRY_ACQUIRE_MS;
         // A failed spawn has its one log line from the pool's host already.
         const spawnFailure = slot.error.code === ErrorCode.SPAWN_FAILED || slot.error.code === ErrorCode.SPAWN_TIMEOUT;
-        if (!this.closed) logger?.[spawnFailure ? 'debug' : 'warn']({ poolSessionId, server: slot.name, code: slot.error.code, error: slot.error.message }, 'gateway: could not acquire a server');
+        if (!this.closed) logger?.[spawnFailure ? 'debug' : 'warn']({ poolSessionId, server: slot.name, code: slot.error.code, error: slot.error.message }, 'gateway session could not acquire a server');
         return undefined;
       } finally {
         slot.acquiring = undefined;

@@ -199,11 +199,11 @@ export class LegacySession {
     this.#takesServerRequests = caps !== undefined && Object.values(CAPABILITY_OF).some((kind) => caps[kind] !== undefined && caps[kind] !== null);
     this.#outbox = new SessionOutbox({
       onStall: (stalledMs) => {
-        this.#logger?.warn({ sessionId: this.id, client: this.principal, stalledMs }, `closing a legacy MCP session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
+        this.#logger?.warn({ sessionId: this.id, client: this.principal, stalledMs }, `closing a /mcp session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
         void this.close('its client stopped reading');
       },
       onBurstEnd: (report) => {
-        this.#logger?.warn({ sessionId: this.id, client: this.principal, ...report }, 'a legacy MCP client read slower than its notifications came: dropped and coalesced some');
+        this.#logger?.warn({ sessionId: this.id, client: this.principal, ...report }, 'a /mcp client read slower than its notifications came: dropped and coalesced some');
         if (report.dropped > 0) this.#forward(droppedMarker(report.dropped), undefined);
       },
     });
@@ -295,7 +295,7 @@ export class LegacySession {
         this.#levels.forget(this.id);
         this.#wire?.close();
         await this.#aggregate.close();
-        this.#logger?.debug({ sessionId: this.id, client: this.principal, reason }, 'legacy MCP session closed');
+        this.#logger?.debug({ sessionId: this.id, client: this.principal, reason }, 'gateway session closed');
       } finally {
         done();
       }
@@ -325,7 +325,7 @@ export class LegacySession {
       ...(this.#options.encode === undefined ? {} : { encode: (message: Params) => this.#options.encode!(message) }),
       ...(this.#options.keepAliveMs === undefined ? {} : { keepAliveMs: this.#options.keepAliveMs }),
       onInitialized: () => this.#init.onInitialized?.(this),
-      onDeleted: () => void this.close('DELETE'),
+      onDeleted: () => void this.close('transport closed'),
     });
   }
 
