@@ -51,13 +51,16 @@ afterAll(async () => {
 interface Asking {
   principal?: string;
   scope?: string;
+  /** The caller's declared client capabilities (elicitation and sampling unless told). */
+  capabilities?: Params;
 }
 
 /** One request through the router; its response (the last message of a stream). */
-async function ask(method: string, params: Params, { principal = 'alice', scope }: Asking = {}): Promise<Params> {
+async function ask(method: string, params: Params, { principal = 'alice', scope, capabilities }: Asking = {}): Promise<Params> {
   const name = method === 'resources/read' ? params.uri : params.name;
+  const envelope = capabilities === undefined ? ENVELOPE : { ...ENVELOPE, 'io.modelcontextprotocol/clientCapabilities': capabilities };
   const answer: ModernAnswer = await router.handle({
-    message: { jsonrpc: '2.0', id: randomUUID(), method, params: { ...params, _meta: ENVELOPE } },
+    message: { jsonrpc: '2.0', id: randomUUID(), method, params: { ...params, _meta: envelope } },
     headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(typeof name === 'string' ? { 'mcp-name': name } : {}) },
     caller: { principal, scope, access },
   });
@@ -112,6 +115,19 @@ describe('a legacy server’s requests offered to a modern caller', () => {
 
     // 4. Its call is over: the state continues nothing.
     expect((await call('conf__test_elicitation', { message: 'Who are you?' }, { requestState: elicitation.state, inputResponses: elicited })).error).toEqual(REFUSED);
+  }, 120_000);
+
+  it('offers a server request to the call it came from: one whose caller declared nothing is refused, not handed to another call of the hold', async () => {
+    // A call of the hold that took input is in flight, waiting for its caller's answer.
+    const elicitation = inputRequired(await call('conf__test_elicitation', { message: 'Who are you?' }));
+    // The same caller, declaring nothing this time: its call's sampling request is its own, and refused.
+    const bare = await call('conf__test_sampling', { prompt: 'meaning of life' }, {}, { capabilities: {} });
+    expect(JSON.stringify(bare), 'the sampling request was refused for the call that made it').toMatch(/did not declare the sampling capability/);
+    expect(router.pendingContinuations).toBe(1);
+    // The waiting call was not touched: its genuine retry completes.
+    const asked = await call('conf__test_elicitation', { message: 'Who are you?' }, { requestState: elicitation.state, inputResponses: elicited });
+    expect(textOf(asked.result as Params)).toContain('ada@example.com');
+    expect(router.pendingContinuations).toBe(0);
   }, 120_000);
 
   it('refuses a requestState it did not mint on a legacy server, and passes a modern server’s own untouched', async () => {

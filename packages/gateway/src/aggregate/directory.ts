@@ -93,25 +93,26 @@ export function ownsUri(view: PooledConnection, uri: string, byTemplate = true):
 }
 
 /**
- * Where a `completion/complete` goes, and its params as the server must see them: a prompt's
- * own name, no `_meta` (the caller's goes as the call's own, never with its progress token).
+ * Where a `completion/complete` goes (`named`: the prompt as asked, or the URI), and its params
+ * as the server must see them: a prompt's own name, no `_meta` (the caller's goes as the call's
+ * own, never with its progress token).
  * @throws a -32602 error for a `ref` that names neither a prompt nor a resource.
  */
 export async function resolveCompletion(
   aggregate: Aggregate,
   access: GatewayAccess,
   params: Params,
-): Promise<{ server: string; view: PooledConnection; params: Params; asked: { kind: 'prompt'; name: string } | undefined }> {
+): Promise<{ server: string; view: PooledConnection; params: Params; asked: { kind: 'prompt'; name: string } | undefined; named: string }> {
   const { _meta: _caller, ...body } = params;
   const ref = asRecord(body.ref) ?? {};
   if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
     const asked = ref.name;
     const { server, name, view } = await resolveName(aggregate, access, 'prompt', asked);
-    return { server, view, params: { ...body, ref: { ...ref, name } }, asked: { kind: 'prompt', name: asked } };
+    return { server, view, params: { ...body, ref: { ...ref, name } }, asked: { kind: 'prompt', name: asked }, named: asked };
   }
   if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
     const { server, view } = await resolveUri(aggregate, access, ref.uri);
-    return { server, view, params: body, asked: undefined };
+    return { server, view, params: body, asked: undefined, named: ref.uri };
   }
   throw new RpcError(JsonRpcCode.INVALID_PARAMS, 'completion/complete needs a ref of type ref/prompt (with a name) or ref/resource (with a uri)');
 }

@@ -37,8 +37,8 @@ export interface ForwardOptions {
   binding?: Binding | undefined;
   /** The tool or prompt as asked, for the refusal of a name the view hides. */
   requested?: { kind: 'tool' | 'prompt'; name: string } | undefined;
-  /** The request, for the message of a failure (`tools/call echo__echo`). */
-  what: string;
+  /** What the request names (a tool or prompt as asked, a URI), for the message of a failure. */
+  name: string;
 }
 
 export function forward(continuations: Continuations, holds: Holds, ctx: ForwardContext, view: PooledConnection, method: string, params: Params, options: ForwardOptions): Promise<ModernAnswer> {
@@ -46,11 +46,11 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
   const { binding } = options;
   const state = params.requestState;
   if (binding !== undefined && Continuations.minted(state)) {
-    if (!continuations.resume(state, binding, asRecord(params.inputResponses) ?? {}, sink)) refuse(sink, ctx.id, options.what);
+    if (!continuations.resume(state, binding, asRecord(params.inputResponses) ?? {}, sink)) refuse(sink, ctx.id);
     return sink.settled;
   }
   if (binding !== undefined && (state !== undefined || params.inputResponses !== undefined) && view.era !== 'modern') {
-    refuse(sink, ctx.id, options.what);
+    refuse(sink, ctx.id);
     return sink.settled;
   }
   const { _meta: _dropped, ...body } = params;
@@ -70,7 +70,10 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
     callOptions.onNotification = (note: UpstreamNotification) => (note.method === 'notifications/message' ? call.sink?.emit({ jsonrpc: '2.0', ...note }) : undefined);
   }
   // A legacy server's request the pool attributes to this call is offered to its caller as
-  // input_required (a modern server asks in its result instead).
+  // input_required (a modern server asks in its result instead). Every such call takes server
+  // requests, whatever its caller declared: callers of one hold declare per request, and a call
+  // that took none would let the pool hand its request to an older call of another declaration.
+  // The call refuses what its own caller did not declare (`Continuations.offer`).
   if (binding !== undefined && view.era !== 'modern') callOptions.onServerRequest = (request, signal) => continuations.offer(call, request, signal);
   // The call keeps its views held until its answer, however long after the first notification.
   holds.retain(ctx.hold);
@@ -81,7 +84,7 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
   view.request(method, body, callOptions).then(
     (result) => finish({ jsonrpc: '2.0', id: ctx.id, result: shapeResult(method, result) }, 200),
     (error: unknown) => {
-      const failed = failureAnswer(ctx.id, error, options.what, options.requested);
+      const failed = failureAnswer(ctx.id, error, `${method} ${options.name}`, options.requested);
       finish(failed.message, failed.status);
     },
   );
@@ -91,8 +94,8 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
 /** A call of a method that never asks for input: nothing can continue it. */
 const NO_BINDING: Binding = { principal: '', scope: undefined, method: '', name: '' };
 
-function refuse(sink: Sink, id: RequestId, what: string): void {
-  const refused = failureAnswer(id, requestStateRefused(), what);
+function refuse(sink: Sink, id: RequestId): void {
+  const refused = failureAnswer(id, requestStateRefused(), 'requestState');
   sink.finish(refused.message, refused.status);
 }
 

@@ -98,7 +98,7 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
       const started = performance.now();
       let ok = false;
       try {
-        const answer = await forward(continuations, holds, ctx, view, 'tools/call', { ...ctx.params, name }, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, what: `tools/call ${asked}` });
+        const answer = await forward(continuations, holds, ctx, view, 'tools/call', { ...ctx.params, name }, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, name: asked });
         ok = true;
         return answer;
       } finally {
@@ -108,18 +108,18 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
     'prompts/get': async (ctx) => {
       const asked = stringParam(ctx.params, 'name');
       const { name, view } = await resolveName(ctx.hold.aggregate, ctx.access, 'prompt', asked);
-      return forward(continuations, holds, ctx, view, 'prompts/get', { ...ctx.params, name }, { binding: binding(ctx, 'prompts/get', asked), requested: { kind: 'prompt', name: asked }, what: `prompts/get ${asked}` });
+      return forward(continuations, holds, ctx, view, 'prompts/get', { ...ctx.params, name }, { binding: binding(ctx, 'prompts/get', asked), requested: { kind: 'prompt', name: asked }, name: asked });
     },
     'resources/read': async (ctx) => {
       const uri = stringParam(ctx.params, 'uri');
       await joined(ctx);
       const { view } = await resolveUri(ctx.hold.aggregate, ctx.access, uri);
-      return forward(continuations, holds, ctx, view, 'resources/read', ctx.params, { binding: binding(ctx, 'resources/read', uri), what: `resources/read ${uri}` });
+      return forward(continuations, holds, ctx, view, 'resources/read', ctx.params, { binding: binding(ctx, 'resources/read', uri), name: uri });
     },
     'completion/complete': async (ctx) => {
       await joined(ctx);
       const target = await resolveCompletion(ctx.hold.aggregate, ctx.access, ctx.params);
-      return forward(continuations, holds, ctx, target.view, 'completion/complete', target.params, { requested: target.asked, what: 'completion/complete' });
+      return forward(continuations, holds, ctx, target.view, 'completion/complete', target.params, { requested: target.asked, name: target.named });
     },
     'subscriptions/listen': async (ctx) => {
       await joined(ctx);
