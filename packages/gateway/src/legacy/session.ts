@@ -39,6 +39,7 @@ import type { GatewayAccess } from '../aggregate/access.js';
 import { Aggregate, LIST_KINDS, type AcquireFailure, type ListKind } from '../aggregate/aggregate.js';
 import { capabilitiesOf, instructionsOf, listPrompts, listResources, listResourceTemplates, listTools, resolveCompletion, resolveName, resolveUri, serverInfoOf } from '../aggregate/directory.js';
 import type { EndpointCapabilities } from '../aggregate/capabilities.js';
+import { takesServerRequests, undeclared } from '../clientCapabilities.js';
 import { RpcCode, RpcError, stringParam, toRpcError, upstreamMessage, type RequestedName } from '../rpcErrors.js';
 import { isLogLevel, passes, UpstreamLogLevels, type LogLevel } from './logLevels.js';
 import { droppedMarker, SESSION_STALL_MS, SessionOutbox } from './outbox.js';
@@ -55,9 +56,6 @@ const HANDLED_ELSEWHERE = new Set([
   'notifications/resources/list_changed',
   'notifications/resources/updated',
 ]);
-
-/** The client capability each server→client request needs. */
-const CAPABILITY_OF: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
 /** One request a session serves, as {@link LegacySessionsOptions.around} sees it. */
 export interface LegacyOperation {
@@ -195,8 +193,7 @@ export class LegacySession {
     this.principal = init.principal;
     this.scope = init.scope;
     this.#logger = options.logger;
-    const caps = init.client?.capabilities;
-    this.#takesServerRequests = caps !== undefined && Object.values(CAPABILITY_OF).some((kind) => caps[kind] !== undefined && caps[kind] !== null);
+    this.#takesServerRequests = takesServerRequests(init.client?.capabilities);
     this.#outbox = new SessionOutbox({
       onStall: (stalledMs) => {
         this.#logger?.warn({ sessionId: this.id, client: this.principal, stalledMs }, `closing a /mcp session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
@@ -511,11 +508,8 @@ export class LegacySession {
 
   /** A server→client request on the call's own stream, if the client declared what it needs. */
   async #serverRequest(request: { method: string; params: Params }, signal: AbortSignal, context: LegacyRequestContext): Promise<Params> {
-    const capability = CAPABILITY_OF[request.method];
-    const caps = this.#init.client?.capabilities ?? {};
-    if (capability === undefined || caps[capability] === undefined || caps[capability] === null) {
-      throw serverRequestRefused(request.method, `the session's client did not declare the ${capability ?? request.method} capability`);
-    }
+    const why = undeclared(request.method, this.#init.client?.capabilities, "the session's client");
+    if (why !== undefined) throw serverRequestRefused(request.method, why);
     if (this.closed) throw serverRequestRefused(request.method, 'the session is closing');
     try {
       // Cancelled when the upstream cancels it, or when the downstream call it was asked for is.

@@ -23,6 +23,7 @@ import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { ErrorCode, JsonRpcCode, PoolError } from '@mcpool/protocol';
 import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import type { Sink } from './answers.js';
+import { undeclared } from '../clientCapabilities.js';
 
 type Params = Record<string, unknown>;
 
@@ -30,8 +31,6 @@ type Params = Record<string, unknown>;
 const STATE_PREFIX = 'mcpool.1.';
 /** The key of the one input request a call offers per round. */
 export const INPUT_KEY = 'upstream';
-/** The client capability each server→client request needs. */
-const CAPABILITY_OF: Readonly<Record<string, string>> = { 'sampling/createMessage': 'sampling', 'elicitation/create': 'elicitation', 'roots/list': 'roots' };
 
 /** What a continuation continues: who asked, on which endpoint, which method, which name. */
 export interface Binding {
@@ -95,12 +94,10 @@ export class Continuations {
    * `input_required`, and the request waits for the retry (or for the server to cancel it).
    */
   offer(call: PendingCall, request: { method: string; params: Params }, signal: AbortSignal): Promise<Params> {
-    const capability = CAPABILITY_OF[request.method];
     const sink = call.sink;
     if (sink === undefined || call.asked !== undefined) return Promise.reject(serverRequestRefused(request.method, 'its call is waiting for its caller’s answer to another request'));
-    if (capability === undefined || call.capabilities[capability] === undefined) {
-      return Promise.reject(serverRequestRefused(request.method, `the caller did not declare the ${capability ?? request.method} capability`));
-    }
+    const why = undeclared(request.method, call.capabilities, 'the caller');
+    if (why !== undefined) return Promise.reject(serverRequestRefused(request.method, why));
     return new Promise<Params>((resolve, reject) => {
       call.asked = { resolve, reject };
       signal.addEventListener(
