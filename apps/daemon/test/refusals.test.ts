@@ -169,6 +169,18 @@ interface Row {
   noData?: boolean;
 }
 
+/** The remote upstream's `echo` of `text`, which the proxy answers with a failure (`boom`, `reset`). */
+function unavailable(refusal: string, text: string): Row {
+  return {
+    refusal,
+    code: ErrorCode.UPSTREAM_UNAVAILABLE,
+    legacy: () => legacyRequest('tools/call', { name: 'remote__echo', arguments: { text } }),
+    modern: () => modern('tools/call', { name: 'remote__echo', arguments: { text } }),
+    rest: () => rest('remote', 'echo', { text }),
+    message: 'remote is unavailable: ',
+  };
+}
+
 const ROWS: Row[] = [
   {
     refusal: 'an endpoint of no configured server',
@@ -213,22 +225,8 @@ const ROWS: Row[] = [
     rpcCodeOf: { modern: -32602 },
     message: 'Resource not found: nope://nothing',
   },
-  {
-    refusal: 'an upstream that answers with an HTTP error page (no JSON-RPC)',
-    code: ErrorCode.UPSTREAM_UNAVAILABLE,
-    legacy: () => legacyRequest('tools/call', { name: 'remote__echo', arguments: { text: 'boom' } }),
-    modern: () => modern('tools/call', { name: 'remote__echo', arguments: { text: 'boom' } }),
-    rest: () => rest('remote', 'echo', { text: 'boom' }),
-    message: 'remote is unavailable: ',
-  },
-  {
-    refusal: 'an upstream whose connection was reset (a network failure)',
-    code: ErrorCode.UPSTREAM_UNAVAILABLE,
-    legacy: () => legacyRequest('tools/call', { name: 'remote__echo', arguments: { text: 'reset' } }),
-    modern: () => modern('tools/call', { name: 'remote__echo', arguments: { text: 'reset' } }),
-    rest: () => rest('remote', 'echo', { text: 'reset' }),
-    message: 'remote is unavailable: ',
-  },
+  unavailable('an upstream that answers with an HTTP error page (no JSON-RPC)', 'boom'),
+  unavailable('an upstream whose connection was reset (a network failure)', 'reset'),
   {
     refusal: 'a requestState that continues no call of this gateway',
     code: ErrorCode.INVALID_ARGUMENT,
