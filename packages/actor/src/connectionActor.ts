@@ -1,8 +1,7 @@
 /**
  * One connection actor: the state of one upstream connection (its view hub, source throttle,
- * snapshot store, stderr tail, auth waiters, restart and close) served on its own control port.
- * A worker thread hosts several (`./worker.ts`); each is an island: it shares nothing with the
- * others on its thread but the event loop, and a connection ending leaves the others running.
+ * snapshot store, stderr tail, auth waiters, restart and close) served on its control port.
+ * Its thread hosts it alone (`./worker.ts`): the thread is its failure domain.
  * It never logs with console (relayed through the main thread, late) nor to a file descriptor:
  * its log lines go to the supervisor as records (`./log.ts`), at the level the supervisor sets.
  */
@@ -23,8 +22,8 @@ import { ViewHub } from './viewHub.js';
 import { SourceThrottle } from './sourceThrottle.js';
 import { createActorLogger, type ActorLogger } from './log.js';
 
-/** What the hosting thread gives each of its connections. */
-export interface ConnectionThread {
+/** What the hosting thread gives its connection. */
+export interface HostingThread {
   /** Ends the whole thread: the last resort for an error the connection's machine cannot handle. */
   fatal(error: unknown): void;
   /** The connection ended (closed or disposed) and its port is closed: the thread stops hosting it. */
@@ -39,8 +38,8 @@ export interface ConnectionActor {
   abandon(error: unknown): Promise<void>;
 }
 
-/** Serves one connection on `control` (a port the supervisor transferred; closed when the connection ends). */
-export function openConnectionActor(control: MessagePort, thread: ConnectionThread): ConnectionActor {
+/** Serves one connection on `control` (its thread's `parentPort`; closed when the connection ends). */
+export function openConnectionActor(control: MessagePort, thread: HostingThread): ConnectionActor {
 
   // `channel` is read when a line is logged, never before the module has set it up.
   let logger: ActorLogger = createActorLogger((record) => channel.emit('log', record), { threadId });
@@ -474,6 +473,9 @@ export function openConnectionActor(control: MessagePort, thread: ConnectionThre
           return setIdle((opArgs as { idle: boolean }).idle);
         case 'close':
           return close((opArgs as { reason: string }).reason);
+        case 'dispose':
+          dispose((opArgs as { reason: string }).reason);
+          return undefined;
         case 'restart':
           return restart();
         case 'ping':

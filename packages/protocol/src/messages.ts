@@ -110,8 +110,11 @@ export interface ControlOps {
   /** refs fell to 0 (`idle: true`) or rose from 0 (`idle: false`). */
   setIdle: { args: { idle: boolean }; result: { status: EntryStatus } };
   close: { args: CloseArgs; result: void };
+  /** End the connection now, without graceful steps: the supervisor ended its process tree already. */
+  dispose: { args: { reason: string }; result: void };
   /** Restart the connection in place (old tree swept first); concurrent restarts coalesce. */
   restart: { args: null; result: RestartOutcome };
+  /** Answered at once: one round trip to the thread (the bench times a thread's boot with it). */
   ping: { args: null; result: 'pong' };
   /**
    * The last lines the server wrote to stderr (stdio only; empty for remote servers), oldest
