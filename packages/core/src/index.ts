@@ -18,7 +18,7 @@ export type {
   SpawnBackoffSummary,
   SharingDefaultInfo,
   UpstreamCredentials,
-} from './pool.js';
+} from './poolTypes.js';
 export type { ActorHostOptions } from './actorHost.js';
 export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
 export type {

@@ -163,8 +163,8 @@ it(
       spawnTimeoutMs: SPAWN_TIMEOUT_MS,
       drainDelayMs: 30_000,
       restartIntensity: { maxRestarts: 1000, periodMs: 1000 },
-      // One thread per entry: an actor crash must hit its own entry only.
-      actorHost: { workerUrl: WORKER_URL, connectionsPerThread: 1 },
+      // The shipped placement (one thread per entry): an actor crash must hit its own entry only.
+      actorHost: { workerUrl: WORKER_URL },
     });
     pool = p;
     const counts: Counts = {

@@ -117,18 +117,15 @@ describe('a shared modern upstream', () => {
     const mark = newMark('twoviews');
     const workerPath = createRequire(import.meta.url).resolve('@mcpool/actor/worker');
     const worker = new Worker(workerPath);
-    // The thread hosts connections: one is opened on a port of its own, which is its control channel.
-    const thread = new RpcChannel(worker, { ownsPort: false });
-    const connection = new MessageChannel();
-    // The actor asks its supervisor to spawn its server: this test is the supervisor.
-    const control = new RpcChannel(connection.port1, { handler: (_op, spawnArgs, ctx) => spawnChild(spawnArgs as SupervisorOps['spawnChild']['args'], ctx, () => undefined) });
-    worker.on('exit', () => {
-      thread.close('exited');
-      control.close('exited');
+    // The thread hosts one connection; its control channel is the worker's own port. The actor
+    // asks its supervisor to spawn its server: this test is the supervisor.
+    const control = new RpcChannel(worker, {
+      ownsPort: false,
+      handler: (_op, spawnArgs, ctx) => spawnChild(spawnArgs as SupervisorOps['spawnChild']['args'], ctx, () => undefined),
     });
+    worker.on('exit', () => control.close('exited'));
     const views: PooledConnection[] = [];
     try {
-      await thread.request('open', { port: connection.port2 }, { transfer: [connection.port2], timeoutMs: 20_000 });
       const { config } = normalizeServerConfig(fixtureConfig('v2EraServer.mjs', mark), { path: 'two' });
       const args: ActorStartArgs = {
         serverName: 'two',

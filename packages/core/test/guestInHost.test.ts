@@ -289,7 +289,7 @@ describe("the host's node flags", () => {
     const mark = newMark('hostflags');
     const run = await runHost(
       [
-        `const pool = new McpTransportPool({ shutdownStepMs: 500, actorHost: { connectionsPerThread: 1 } });`,
+        `const pool = new McpTransportPool({ shutdownStepMs: 500 });`,
         `const echo = await pool.acquire('echo', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'echo.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
         `const result = await echo.callTool('echo', { text: 'flags' });`,
         // One thread per entry: each thread after the first refusal starts without the refused flags.

@@ -1,0 +1,62 @@
+/**
+ * The pool key of an acquire: which entry a session may share, from the config's fingerprint, its
+ * sharing policy and whose the session is. Pure but for the salt and the unpooled sequence:
+ * - an unpooled config (a transport not pooled) gets a key of its own per acquire;
+ * - `shared`: `name::fingerprint`, one entry for every session;
+ * - `per-principal` / `per-session`: that id plus a salted digest of the principal or session, so
+ *   neither keys nor the labels shown in snapshots can be matched to a guessed owner.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ErrorCode, PoolError, connectionIdOf, type ConnectionId, type SharingPolicy } from '@mcpool/protocol';
+import type { EntryKey } from './entry.js';
+
+/** Hex chars of an owner digest shown as an entry's `ownerLabel` (48 bits: labels of one pool do not collide in practice). */
+const OWNER_LABEL_CHARS = 12;
+
+export interface KeyRequest {
+  name: string;
+  fingerprint: string;
+  pooled: boolean;
+  /** The config's policy (a config that is not pooled is `per-session` whatever it says). */
+  sharing: SharingPolicy;
+  sessionId: string;
+  principal: string | undefined;
+}
+
+export class PoolKeys {
+  /** Salts owner digests. */
+  readonly #salt = randomBytes(16);
+  #unpooledSeq = 0;
+
+  /** The key of one acquire. Throws `MCPOOL_INVALID_ARGUMENT` for a `per-principal` server acquired without a principal. */
+  keyOf(request: KeyRequest): EntryKey {
+    const { name, fingerprint, pooled, sharing, sessionId, principal } = request;
+    const base = connectionIdOf(name, fingerprint);
+    if (!pooled) {
+      // One connection per acquire: its own entry, per-session already.
+      const digest = this.ownerDigest('session', sessionId);
+      return { id: `${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId, placement: { sharing: 'per-session', ownerLabel: label(digest) }, principal: undefined, authKey: base, ownerSession: sessionId };
+    }
+    if (sharing === 'shared') return { id: base, placement: { sharing, ownerLabel: undefined }, principal: undefined, authKey: base, ownerSession: undefined };
+    if (sharing === 'per-principal' && principal === undefined) {
+      // Guessing would be wrong either way: one anonymous principal would share the process
+      // between unrelated callers, one per session would quietly multiply processes.
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${name} is shared per principal: acquire it with options.principal`, { data: { serverName: name, sharing } });
+    }
+    const digest = sharing === 'per-principal' ? this.ownerDigest('principal', principal!) : this.ownerDigest('session', sessionId);
+    // Not a parsable connection id on purpose: the owner part keeps entries of one fingerprint apart.
+    const id = `${base}::${sharing}:${digest}` as ConnectionId;
+    const placement = { sharing, ownerLabel: label(digest) };
+    if (sharing === 'per-principal') return { id, placement, principal, authKey: `${base}::${digest}`, ownerSession: undefined };
+    return { id, placement, principal: undefined, authKey: base, ownerSession: sessionId };
+  }
+
+  /** A salted digest of a principal or session: collision-free as a key part, opaque as a label. */
+  ownerDigest(kind: 'principal' | 'session', owner: string): string {
+    return createHash('sha256').update(this.#salt).update(kind).update('\u0000').update(owner).digest('hex').slice(0, 32);
+  }
+}
+
+function label(digest: string): string {
+  return digest.slice(0, OWNER_LABEL_CHARS);
+}
