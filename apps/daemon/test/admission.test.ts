@@ -125,7 +125,7 @@ describe('REST sessions and injected servers', () => {
     expect(limits.actors.max).toBe(40);
     // The pool runs with the daemon section's spawn bound and heartbeat (unset fields take their defaults).
     expect(limits.parallelSpawns).toEqual({ perSession: 3 });
-    expect(limits.actorHeartbeat).toEqual({ intervalMs: 250, timeoutMs: 700, misses: 5 });
+    expect(limits.actorHeartbeat).toEqual({ intervalMs: 250, timeoutMs: 5000, misses: 5 });
     const metrics = (await h.request({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(/^mcpool_actor_cap 40$/m);
     expect(metrics).toMatch(/^mcpool_admission_refusals_total\{limit="injected_per_request"\} 1$/m);

@@ -93,7 +93,7 @@ describe('the daemon section', () => {
 
   it('takes the actor heartbeat and the parallel spawn bound, field by field, and refuses values the pool could not run with', () => {
     const settings = resolveSettings({ daemon: { actorHeartbeat: { misses: 6 }, maxParallelSpawns: 2 } }, {});
-    expect(settings.actorHeartbeat).toEqual({ intervalMs: 300, timeoutMs: 700, misses: 6 });
+    expect(settings.actorHeartbeat).toEqual({ intervalMs: 500, timeoutMs: 5000, misses: 6 });
     expect(settings.maxParallelSpawns).toBe(2);
     expect(resolveSettings({}, { MCPOOL_MAX_PARALLEL_SPAWNS: '8' }).maxParallelSpawns).toBe(8);
     const error = configError(() => resolveSettings({ daemon: { actorHeartbeat: { intervalMs: 0, misses: 1.5, every: 3 }, maxParallelSpawns: 0 } }, {}));

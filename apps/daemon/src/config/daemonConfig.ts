@@ -128,10 +128,11 @@ export interface DaemonSettings {
    */
   maxParallelSpawns: number;
   /**
-   * The supervisor's heartbeat of actor threads: a ping every `intervalMs`, missed after
-   * `timeoutMs`; an actor is ended after `misses` missed pings in a row and a silence that grows
-   * with the daemon's own event-loop lateness (a busy machine is not taken for a dead actor).
-   * @default { intervalMs: 300, timeoutMs: 700, misses: 3 }
+   * The supervisor's liveness check of actor threads (the pool's `heartbeat*` options): each
+   * thread is sampled every `intervalMs`; one whose event loop has not turned for `timeoutMs`
+   * (its own CPU time while it runs, wall time while it sleeps: a saturated machine is not taken
+   * for a blocked thread), over `misses` samples at least, is ended and replaced.
+   * @default { intervalMs: 500, timeoutMs: 5000, misses: 3 }
    */
   actorHeartbeat: ActorHeartbeatSettings;
   /** A request (headers and body) not fully received within this is cut with 408, before auth too. @default 30000 */
@@ -204,7 +205,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   maxInjectedServersPerClient: 48,
   maxActors: 64,
   maxParallelSpawns: 4,
-  actorHeartbeat: Object.freeze({ intervalMs: 300, timeoutMs: 700, misses: 3 }),
+  actorHeartbeat: Object.freeze({ intervalMs: 500, timeoutMs: 5000, misses: 3 }),
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,

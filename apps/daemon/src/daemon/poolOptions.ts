@@ -1,20 +1,11 @@
 /**
  * The pool a daemon runs: its options from the daemon's settings. A daemon owns its machine's
- * servers, so it reaps what a crashed run of it left; its default sharing follows the server's era;
- * its actor threads' heaps are bounded.
+ * servers, so it reaps what a crashed run of it left; its default sharing follows the server's era.
+ * Its actor threads take the library's limits, which hold one message of the largest size.
  */
 import type { Logger } from 'pino';
 import type { McpTransportPoolOptions, PoolEvent, SharingDefaultInfo, SharingPolicy, UpstreamCredentials } from '@mcpool/core';
 import type { DaemonSettings } from '../config/daemonConfig.js';
-
-/**
- * V8 limits of the daemon's actor threads. The old generation keeps the pool's default bound.
- * The young generation is held at two 1 MB semi-spaces (3 MB in V8's accounting): by default
- * each thread grows it to 32 MB under a burst of calls and keeps the pages, while what a relayed
- * call leaves alive there is a few KB. The main thread gets the same bound from the serve
- * process's heap watch.
- */
-export const ACTOR_RESOURCE_LIMITS = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 3 } as const;
 
 export interface DaemonPoolWiring {
   logger: Logger;
@@ -48,7 +39,6 @@ export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoo
     // A daemon owns its machine's servers: it ends what a crashed run of it left.
     reapLeftovers: wiring.groupLedgerDir !== false,
     ...(wiring.groupLedgerDir === undefined ? {} : { stateDir: wiring.groupLedgerDir }),
-    actorHost: { resourceLimits: ACTOR_RESOURCE_LIMITS },
     ...wiring.overrides,
   };
 }

@@ -62,7 +62,7 @@ const FASTIFY_CODES: Readonly<Record<string, [ErrorCode, string | undefined]>> =
  * may hold anything); JSON syntax errors get a fixed message because Node's quotes the body.
  */
 export function classifyError(error: unknown): { code: ErrorCode; message: string; internal: boolean } {
-  if (error instanceof PoolError) return { code: error.code, message: error.message, internal: statusOf(error.code) >= 500 };
+  if (error instanceof PoolError) return { code: error.code, message: withDaemonHint(error), internal: statusOf(error.code) >= 500 };
   const e = error as { code?: unknown; statusCode?: unknown; message?: unknown; name?: unknown };
   if (typeof e?.code === 'string' && e.code in FASTIFY_CODES) {
     const [code, message] = FASTIFY_CODES[e.code]!;
@@ -73,4 +73,14 @@ export function classifyError(error: unknown): { code: ErrorCode; message: strin
     return { code: DaemonErrorCode.BAD_REQUEST, message: 'the request is malformed', internal: false };
   }
   return { code: ErrorCode.INTERNAL, message: 'internal error (see the daemon log)', internal: true };
+}
+
+/**
+ * What the daemon's user does about a pool error, added where the library cannot know it: a
+ * server waiting for authorization is authorized with `mcpool auth <server>` (or the REST route).
+ */
+function withDaemonHint(error: PoolError): string {
+  const serverName = (error.data as { serverName?: unknown } | undefined)?.serverName;
+  if (error.code !== ErrorCode.AUTH_REQUIRED || typeof serverName !== 'string') return error.message;
+  return `${error.message}: run \`mcpool auth ${serverName}\` (or POST /workspace/mcp/${encodeURIComponent(serverName)}/auth) and try again`;
 }

@@ -51,6 +51,8 @@ interface Flow {
 /** Refresh this long before expiry at most, and a third of the token's lifetime at least. */
 const REFRESH_MARGIN_MAX_MS = 60_000;
 const DEFAULT_FLOW_TIMEOUT_MS = 600_000;
+/** How long one refresh request may take: the remote spawn deadline's default, 10 s. */
+const REFRESH_TIMEOUT_MS = 10_000;
 const CALLBACK_PATH = '/callback';
 
 export class OAuthManager implements UpstreamCredentials {
@@ -73,11 +75,16 @@ export class OAuthManager implements UpstreamCredentials {
 
   // --- UpstreamCredentials ----------------------------------------------------------------------
 
-  async authorization(target: CredentialTarget): Promise<string | undefined> {
+  /**
+   * The current token, refreshed first when it is about to expire. `signal` is the caller's
+   * deadline (the pool's spawn deadline): the wait for a refresh ends with it, while the refresh
+   * itself, shared by every caller of the key, runs under its own bound.
+   */
+  async authorization(target: CredentialTarget, options: { signal?: AbortSignal } = {}): Promise<string | undefined> {
     const key = keyOf(target.config, target.principal);
     let grant = await this.#grant(key);
     if (grant === undefined) return undefined;
-    if (grant.expiresAt !== undefined && grant.expiresAt - Date.now() < refreshMargin(grant)) grant = await this.#refresh(key, target.serverName, grant);
+    if (grant.expiresAt !== undefined && grant.expiresAt - Date.now() < refreshMargin(grant)) grant = await untilAborted(this.#refresh(key, target.serverName, grant), options.signal);
     if (grant !== undefined) this.#schedule(key, target.serverName, grant);
     return grant === undefined ? undefined : bearer(grant);
   }
@@ -317,6 +324,9 @@ export class OAuthManager implements UpstreamCredentials {
       try {
         const response = await oauth.refreshTokenGrantRequest(grant.as, client, auth, grant.refreshToken, {
           additionalParameters: { resource: grant.resource },
+          // A token endpoint that never answers must not hold the refresh (and every caller of
+          // the key) for undici's 300 s header timeout.
+          signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS),
           ...insecureFor(new URL(grant.as.token_endpoint!)),
         });
         const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
@@ -408,5 +418,25 @@ function listenLoopback(): Promise<Server> {
       server.off('error', reject);
       resolve(server);
     });
+  });
+}
+
+/** `promise`, or the rejection of `signal` once it aborts first (the promise runs on for its other callers). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: Error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
   });
 }
