@@ -389,11 +389,15 @@ export class McpTransportPool {
   }
 
   /**
-   * Health figures that need a process listing: zombie children of this process (0 expected: the
-   * supervisor spawns every stdio server and reaps it, whatever becomes of its actor thread).
+   * Health figures, some of which need a process listing: zombie children of this process (0
+   * expected: the supervisor spawns every stdio server and reaps it, whatever becomes of its actor
+   * thread), keys past their restart intensity (`trippedKeys`) and keys with a failure inside
+   * its window (`failingKeys`; a key leaves it when its failures age out, its unpooled entry ends or
+   * its session lets go).
    */
-  async getHealth(): Promise<{ liveActors: number; zombies: number; trippedKeys: number }> {
-    return { liveActors: this.#host.liveCount, zombies: await countZombieChildren(), trippedKeys: this.#supervisor.intensity.size.tripped };
+  async getHealth(): Promise<{ liveActors: number; zombies: number; trippedKeys: number; failingKeys: number }> {
+    const { tripped, failing } = this.#supervisor.intensity.size;
+    return { liveActors: this.#host.liveCount, zombies: await countZombieChildren(), trippedKeys: tripped, failingKeys: failing };
   }
 
   /**

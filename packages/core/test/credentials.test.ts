@@ -2,8 +2,10 @@
  * Credential isolation and the unpooled path: configs that differ in an env token
  * or an Authorization header never share a connection, and each session's calls reach its own.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { McpTransportPool } from '@mcpool/core';
+import { ErrorCode, McpTransportPool, type UpstreamCredentials } from '@mcpool/core';
 import { startHttpFixture, type HttpFixture } from '../../../test/fixtures/servers/httpHeaders.mjs';
 import { expectNoSurvivors, fixtureConfig, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 
@@ -109,6 +111,44 @@ describe('websocket upstreams', () => {
     } finally {
       await Promise.all(pools.splice(0).map((pool) => pool.drainAll({ force: true })));
       await server.close();
+    }
+  });
+});
+
+describe('the credential step of a spawn', () => {
+  it('a token endpoint that never answers fails the acquire at the spawn deadline (MCPOOL_SPAWN_TIMEOUT), whether or not the host heeds the signal', async () => {
+    const server = await startHttpFixture();
+    servers.push(server);
+    // A token endpoint on loopback that takes each request and never answers it.
+    let requests = 0;
+    let closed = 0;
+    const tokens: Server = createServer((request) => {
+      requests += 1;
+      request.socket.on('close', () => (closed += 1));
+      request.resume();
+    });
+    await new Promise<void>((resolve) => tokens.listen(0, '127.0.0.1', resolve));
+    const tokenUrl = `http://127.0.0.1:${(tokens.address() as AddressInfo).port}/token`;
+    try {
+      const fetchToken = async (signal: AbortSignal | undefined): Promise<string> => `Bearer ${await (await fetch(tokenUrl, { method: 'POST', ...(signal ? { signal } : {}) })).text()}`;
+      const heeds: UpstreamCredentials = { authorization: (_target, options) => fetchToken(options?.signal), refused: () => Promise.resolve(undefined) };
+      const ignores: UpstreamCredentials = { authorization: () => fetchToken(undefined), refused: () => Promise.resolve(undefined) };
+      for (const [credentials, aborts] of [[heeds, true], [ignores, false]] as const) {
+        const pool = newPool({ spawnTimeoutMs: 1000, credentials });
+        const started = performance.now();
+        const error = await pool.acquire('remote', { type: 'http', url: server.url }, 's1').catch((e: unknown) => e);
+        const tookMs = performance.now() - started;
+        expect(error).toMatchObject({ code: ErrorCode.SPAWN_TIMEOUT, data: { serverName: 'remote', step: 'credentials', timeoutMs: 1000 } });
+        expect(tookMs).toBeGreaterThanOrEqual(950);
+        expect(tookMs).toBeLessThan(10_000);
+        // The host's token request was told: it aborted (its socket closed) when it heeded the signal.
+        if (aborts) await vi.waitFor(() => expect(closed).toBe(1), { timeout: 10_000, interval: 20 });
+        await vi.waitFor(() => expect(pool.getSnapshot().liveActors).toBe(0), { timeout: 15_000, interval: 20 });
+      }
+      expect(requests).toBe(2);
+    } finally {
+      tokens.closeAllConnections();
+      await new Promise<void>((resolve) => tokens.close(() => resolve()));
     }
   });
 });

@@ -219,6 +219,37 @@ describe('acquire/release cycles leave nothing behind', () => {
     await expectBackTo(base);
     expect(pidsWithMarker(mark)).toEqual([]);
   });
+
+  it('per-session keys that lost their transport, some past the restart limit, are forgotten with their sessions: no phantom failed entry', async () => {
+    const mark = newMark('phantom');
+    const cfg = fixtureConfig('crashy.mjs', mark, { sharing: 'per-session' });
+    const pool = newPool({ drainDelayMs: 60_000, restartIntensity: { maxRestarts: 2, periodMs: 60_000 } });
+    const sessions = ['a', 'b', 'c', 'd'];
+    for (const [i, session] of sessions.entries()) {
+      // 1. Each session's own entry loses its server: once, or (every other session) past the limit.
+      const view = await pool.acquire('crashy', cfg, session);
+      const losses = i % 2 === 0 ? 3 : 1;
+      for (let loss = 1; loss <= losses; loss++) {
+        const next = new Promise<string>((resolve) => {
+          const offReconnected = view.on('reconnected', () => (offReconnected(), offFailed(), resolve('reconnected')));
+          const offFailed = view.on('failed', () => (offReconnected(), offFailed(), resolve('failed')));
+        });
+        await view.callTool('crash').catch(() => undefined);
+        expect(await next).toBe(loss <= 2 ? 'reconnected' : 'failed');
+      }
+    }
+    // 2. While their sessions live, the tripped keys show as failed entries and refuse acquires.
+    await vi.waitFor(() => expect(pool.getSnapshot().servers.crashy!.entrySummary.filter((entry) => entry.status === 'failed')).toHaveLength(2), WAIT);
+    await expect(pool.acquire('crashy', cfg, 'a')).rejects.toMatchObject({ code: 'MCPOOL_SERVER_FAILED' });
+    expect(await pool.getHealth()).toMatchObject({ trippedKeys: 2, failingKeys: 4 });
+    // 3. The sessions let go: every record kept for them goes, and no phantom entry is left.
+    for (const session of sessions) await pool.releaseSession(session);
+    expect(await pool.getHealth()).toMatchObject({ trippedKeys: 0, failingKeys: 0 });
+    await vi.waitFor(() => expect(pool.getSnapshot().servers.crashy?.entrySummary.filter((entry) => entry.status === 'failed') ?? []).toEqual([]), WAIT);
+    // 4. A session of the same id starts over.
+    const again = await pool.acquire('crashy', cfg, 'a');
+    expect(textOf(await again.callTool('echo', { text: 'fresh' }))).toBe('fresh');
+  });
 });
 
 describe('the stdio of a server that died', () => {

@@ -37,6 +37,8 @@ export interface OAuthManagerOptions {
   onRefreshed: (serverName: string) => void;
   /** How long a started flow waits for its user. @default 600000 (10 min) */
   flowTimeoutMs?: number;
+  /** How long one token refresh request may take before it is aborted. @default 10000 */
+  refreshTimeoutMs?: number;
 }
 
 /** What `POST /workspace/mcp/:server/auth` answers: where the user goes to authorize. */
@@ -51,8 +53,8 @@ interface Flow {
 /** Refresh this long before expiry at most, and a third of the token's lifetime at least. */
 const REFRESH_MARGIN_MAX_MS = 60_000;
 const DEFAULT_FLOW_TIMEOUT_MS = 600_000;
-/** How long one refresh request may take: the remote spawn deadline's default, 10 s. */
-const REFRESH_TIMEOUT_MS = 10_000;
+/** How long one refresh request may take by default: the remote spawn deadline's default, 10 s. */
+const DEFAULT_REFRESH_TIMEOUT_MS = 10_000;
 const CALLBACK_PATH = '/callback';
 
 export class OAuthManager implements UpstreamCredentials {
@@ -326,7 +328,7 @@ export class OAuthManager implements UpstreamCredentials {
           additionalParameters: { resource: grant.resource },
           // A token endpoint that never answers must not hold the refresh (and every caller of
           // the key) for undici's 300 s header timeout.
-          signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS),
+          signal: AbortSignal.timeout(this.#options.refreshTimeoutMs ?? DEFAULT_REFRESH_TIMEOUT_MS),
           ...insecureFor(new URL(grant.as.token_endpoint!)),
         });
         const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
