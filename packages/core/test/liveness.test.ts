@@ -128,25 +128,30 @@ describe('a saturated machine', () => {
     const stress = spawn('stress-ng', ['--cpu', '8', '--timeout', '40s', '--quiet'], { stdio: 'ignore' });
     const stressed = new Promise<void>((resolve) => stress.once('exit', () => resolve()));
     try {
-      // 2. Meanwhile each server is called in turn, each call answered slowly (250 ms of server-side wait).
+      // 2. Meanwhile each server is called in turn: a call answered slowly (250 ms of server-side
+      // wait), then one whose 4 MB answer its actor thread must read and forward (a burst of CPU
+      // work that the hogs stretch to seconds of wall time: a thread busy, not dead).
       let calls = 0;
       const errors: unknown[] = [];
       let done = false;
       void stressed.then(() => (done = true));
+      const big = 'x'.repeat(4 * 1024 * 1024);
       await Promise.all(
         views.map(async (view) => {
           for (let i = 0; i < 10_000 && !done; i++) {
             try {
               await view.callTool('slow', { ms: 250, steps: 1 });
-              calls += 1;
+              expect(textOf(await view.callTool('echo', { text: big })).length).toBe(big.length);
+              calls += 2;
             } catch (error) {
               errors.push(error);
+              return;
             }
           }
         }),
       );
       expect(errors).toEqual([]);
-      expect(calls).toBeGreaterThan(40);
+      expect(calls).toBeGreaterThan(16);
     } finally {
       if (stress.exitCode === null) stress.kill('SIGKILL');
       await stressed;
