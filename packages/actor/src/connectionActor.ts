@@ -15,7 +15,7 @@ import { ServerConnection, authRequired } from './serverConnection.js';
 import { TransportLostError, signalGroup } from './transports/processGroupStdioTransport.js';
 import { spawnThroughSupervisor } from './transports/supervisedChild.js';
 import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
-import { jsonRpcErrorIn } from './transports/httpBody.js';
+import { jsonRpcErrorIn } from './transports/jsonRpcErrorBody.js';
 import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';

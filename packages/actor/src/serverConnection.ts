@@ -29,7 +29,6 @@ import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from 
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import type { ChildSpawner } from './transports/stdioChild.js';
 import type { ReadGate } from './sourceThrottle.js';
-import { scanParamHeaders } from './transports/httpMcpHeaders.js';
 import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
 import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
 
@@ -347,9 +346,10 @@ export class ServerConnection {
    * keep the others, and should say so: one warning per tool and connection.
    */
   #usableTools(tools: ToolInfo[]): ToolInfo[] {
-    if (!this.#dropsInvalidHeaderTools) return tools;
+    const scanTool = scanParamHeaders;
+    if (!this.#dropsInvalidHeaderTools || scanTool === undefined) return tools;
     return tools.filter((tool) => {
-      const scan = scanParamHeaders(tool.inputSchema);
+      const scan = scanTool(tool.inputSchema);
       if (scan.valid) return true;
       if (!this.#droppedTools.has(tool.name)) {
         this.#droppedTools.add(tool.name);
@@ -643,11 +643,15 @@ async function initialize(client: UpstreamClient, options: OpenConnectionOptions
  * refuses Streamable HTTP outright (400/404/405 on `initialize`) gets the 2024-11-05 HTTP+SSE
  * transport, as the 2025-11-25 spec's backwards-compatibility rule says.
  */
+/** The `x-mcp-header` check of tool schemas, loaded with the Streamable HTTP transport (a stdio connection's thread never loads it). */
+let scanParamHeaders: typeof import('./transports/httpMcpHeaders.js').scanParamHeaders | undefined;
+
 async function openRemote(options: OpenConnectionOptions, track: (client: UpstreamClient) => void): Promise<{ client: UpstreamClient; info: OpenedInfo; probed: boolean }> {
   const { config, logger } = options;
   const url = new URL((config.transport === 'http' ? config.httpUrl ?? config.url : config.url ?? config.httpUrl)!);
   if (config.transport === 'http') {
     const { StreamableHttpTransport } = await import('./transports/streamableHttpTransport.js');
+    ({ scanParamHeaders } = await import('./transports/httpMcpHeaders.js'));
     const transport = new StreamableHttpTransport({ url, headers: config.headers, readGate: options.readGate });
     const client = new UpstreamClient(transport, { cancelBy: 'notification', logger });
     track(client);

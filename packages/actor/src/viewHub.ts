@@ -23,7 +23,8 @@ import type { CallEvent, RpcHandlerContext, ServerSnapshot, UpstreamNotification
 import { ErrorCode, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
 import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import type { ListenFilter, ServerConnection } from './serverConnection.js';
-import { HEADER_MISMATCH, jsonRpcErrorIn } from './transports/httpBody.js';
+import { JsonRpcCode } from '@mcpool/protocol/errorCodes';
+import { jsonRpcErrorIn } from './transports/jsonRpcErrorBody.js';
 import { UpstreamHttpError } from './transports/upstreamTransport.js';
 import { UpstreamRpcError, type ProgressPayload } from './upstreamClient.js';
 import { ViewOutbox } from './outbox.js';
@@ -305,6 +306,6 @@ export class ViewHub {
 
 /** Whether an upstream refused a request with the header-mismatch error (in a 400's body, or as a JSON-RPC error). */
 function isHeaderMismatch(error: unknown): boolean {
-  if (error instanceof UpstreamRpcError) return error.code === HEADER_MISMATCH;
-  return error instanceof UpstreamHttpError && jsonRpcErrorIn(error.body)?.code === HEADER_MISMATCH;
+  if (error instanceof UpstreamRpcError) return error.code === JsonRpcCode.HEADER_MISMATCH;
+  return error instanceof UpstreamHttpError && jsonRpcErrorIn(error.body)?.code === JsonRpcCode.HEADER_MISMATCH;
 }

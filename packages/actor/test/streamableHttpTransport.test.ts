@@ -9,7 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { createServer } from 'node:net';
 import { StreamableHttpTransport, UpstreamStreamError } from '../src/transports/streamableHttpTransport.js';
 import { encodeHeaderValue, mcpNameOf, paramHeaders, scanParamHeaders } from '../src/transports/httpMcpHeaders.js';
-import { jsonRpcErrorIn } from '../src/transports/httpBody.js';
+import { jsonRpcErrorIn } from '../src/transports/jsonRpcErrorBody.js';
 import { UpstreamHttpError, type JsonRpcMessage } from '../src/transports/upstreamTransport.js';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';

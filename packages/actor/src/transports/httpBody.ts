@@ -85,7 +85,7 @@ export class GatedReads {
 
 /** Feeds `body` through an SSE parser until it ends; throws what the body's iterator throws. */
 export async function readSse(body: AsyncIterable<Uint8Array>, handlers: SseHandlers): Promise<void> {
-  // Loaded on the first stream: every actor imports this module (for `jsonRpcErrorIn`), and a
+  // Loaded on the first stream: only remote transports import this module, and a
   // thread hosting only stdio servers, on the path of a fresh pool's first acquire, never parses SSE.
   const { createParser } = await import('eventsource-parser');
   const parser = createParser({
@@ -106,24 +106,3 @@ export async function readSse(body: AsyncIterable<Uint8Array>, handlers: SseHand
 export function mediaType(contentType: string | undefined): string {
   return (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
 }
-
-/**
- * The JSON-RPC error an HTTP error body carries (how a modern server answers 400 / -32020,
- * -32022, 404 / -32601; how the era probe tells a modern refusal from a legacy one), or
- * undefined when the body is not a JSON-RPC error.
- */
-export function jsonRpcErrorIn(body: string): { code: number; message: string; data?: unknown } | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
-  const error = (value as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown } } | null)?.error;
-  if ((value as { jsonrpc?: unknown }).jsonrpc !== '2.0' || error === null || typeof error !== 'object') return undefined;
-  if (typeof error.code !== 'number' || typeof error.message !== 'string') return undefined;
-  return error as { code: number; message: string; data?: unknown };
-}
-
-/** JSON-RPC code of a modern HTTP server's refusal: the mirrored headers do not match the body. */
-export const HEADER_MISMATCH = -32020;
