@@ -6,6 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { BroadcastChannel } from 'node:worker_threads';
 import { ErrorCode, MCPCallInterruptedError, McpTransportPool, PoolError, type PoolEvent, type PooledConnection } from '@mcpool/core';
 import { FIXTURES, fixtureConfig, isRunning, pidFromResult, pidsWithMarker, textOf, treeOf } from '../../../test/helpers/processes.js';
+import { callContinuously } from '../../../test/helpers/calls.js';
 import { usePools } from '../../../test/helpers/pools.js';
 
 const CRASHABLE = new URL('../../../test/fixtures/workers/crashableWorker.mjs', import.meta.url);
@@ -116,19 +117,7 @@ describe('actor death is contained', () => {
       const victimPid = pidFromResult(await victim.callTool('pid'));
 
       // 1. The bystander is called without pause for the whole episode.
-      let stop = false;
-      let ok = 0;
-      const errors: unknown[] = [];
-      const caller = (async () => {
-        for (let i = 0; i < 100_000 && !stop; i++) {
-          try {
-            await bystander.callTool('echo', { text: String(i) });
-            ok += 1;
-          } catch (error) {
-            errors.push(error);
-          }
-        }
-      })();
+      const caller = callContinuously(bystander);
 
       // 2. The victim's thread dies with a call in flight.
       const inFlight = victim.callTool('slow', { ms: 30_000 }).catch((e: unknown) => e);
@@ -145,11 +134,10 @@ describe('actor death is contained', () => {
 
       // 3. Its child is gone; the bystander never failed and still serves.
       await vi.waitFor(() => expect(isRunning(victimPid)).toBe(false), { timeout: 15_000, interval: 20 });
-      const okBefore = ok;
-      await vi.waitFor(() => expect(ok).toBeGreaterThan(okBefore + 10), { timeout: 15_000, interval: 10 });
-      stop = true;
-      await caller;
-      expect(errors).toEqual([]);
+      const okBefore = caller.answered;
+      await vi.waitFor(() => expect(caller.answered).toBeGreaterThan(okBefore + 10), { timeout: 15_000, interval: 10 });
+      await caller.stop();
+      expect(caller.errors).toEqual([]);
       // 4. The entry s1 held is brought back by itself, and s1's view moves to it; the next
       // acquire lands on it too.
       await vi.waitFor(() => expect(pool.getSnapshot().servers[`victim-${kind}`]?.entrySummary).toMatchObject([{ entryIndex: 1, refs: 1 }]), { timeout: 30_000, interval: 20 });

@@ -15,6 +15,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, MCPCallInterruptedError, PoolError, type Logger, type PoolEvent } from '@mcpool/core';
 import { fixtureConfig, pidFromResult, textOf } from '../../../test/helpers/processes.js';
+import { callContinuously } from '../../../test/helpers/calls.js';
 import { usePools } from '../../../test/helpers/pools.js';
 
 const CRASHABLE = new URL('../../../test/fixtures/workers/crashableWorker.mjs', import.meta.url);
@@ -71,19 +72,7 @@ describe('the heartbeat', () => {
     const neighbourPid = pidFromResult(await neighbour.callTool('pid'));
 
     // 1. The neighbour is called without pause for the whole episode.
-    let stop = false;
-    let answered = 0;
-    const errors: unknown[] = [];
-    const caller = (async () => {
-      for (let i = 0; i < 100_000 && !stop; i++) {
-        try {
-          await neighbour.callTool('echo', { text: String(i) });
-          answered += 1;
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-    })();
+    const caller = callContinuously(neighbour);
 
     // 2. The actor's loop waits forever: no CPU, no turn of its loop.
     const waitedAt = performance.now();
@@ -100,11 +89,10 @@ describe('the heartbeat', () => {
     expect(textOf(await view.callTool('echo', { text: 'back' }))).toBe('back');
 
     // 4. The neighbour never failed, on its first process, and kept answering meanwhile.
-    const before = answered;
-    await vi.waitFor(() => expect(answered).toBeGreaterThan(before + 10), { timeout: 15_000, interval: 10 });
-    stop = true;
-    await caller;
-    expect(errors).toEqual([]);
+    const before = caller.answered;
+    await vi.waitFor(() => expect(caller.answered).toBeGreaterThan(before + 10), { timeout: 15_000, interval: 10 });
+    await caller.stop();
+    expect(caller.errors).toEqual([]);
     expect(pidFromResult(await neighbour.callTool('pid'))).toBe(neighbourPid);
     expect(events.filter((event) => 'serverName' in event && event.serverName === 'neighbour' && event.type !== 'statusChanged')).toEqual([]);
   });
