@@ -2,9 +2,9 @@
 // A connection thread against a bare worker with the same V8 limits, in one run:
 // - RSS: the growth of a fresh supervisor process per connection, 8 stdio connections (echo.mjs,
 //   one thread each, called 20 times each), against the growth per bare worker of 8 bare workers
-//   (a module that answers a ping). Servers are child processes, outside this process's RSS, so
-//   a connection's growth is its thread (isolate, stacks, the actor's code and state) plus the
-//   supervisor's bookkeeping. Measured after the warm spare booted, so the spare is in both sides'
+//   (`lib/bareWorker.mjs`: a module file that answers a ping). Servers are child processes,
+//   outside this process's RSS, so a connection's growth is its thread (isolate, stacks, the
+//   actor's code and state) plus the supervisor's bookkeeping. Measured after the warm spare booted, so the spare is in both sides'
 //   "before".
 // - Boot: new Worker → first answer on its channel, the actor's worker entry against the bare one:
 //   in wall time, and in the new thread's own CPU time (Linux: the thread that appeared in
@@ -22,9 +22,7 @@ const ROUNDS = Number(args.rounds ?? 3);
 const BOOTS = Number(args.boots ?? 12);
 /** The limits of both kinds: the pool's default for its connection threads. */
 const LIMITS = { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 3 };
-const BARE = new URL(
-  'data:text/javascript,import {parentPort} from "node:worker_threads"; parentPort.on("message", (m) => parentPort.postMessage({ k: "res", id: m.id, ok: true, result: "pong" }));',
-);
+const BARE = new URL('./lib/bareWorker.mjs', import.meta.url);
 const MB = 1048576;
 
 const settle = async (ms) => {
