@@ -311,7 +311,8 @@ export class RestSessions {
     if (slot === undefined) throw new PoolError(ErrorCode.NOT_FOUND, `session ${id} has no server ${JSON.stringify(request.server)}`);
     if (slot.view === undefined) {
       const error = slot.error ?? { code: ErrorCode.SERVER_FAILED, message: 'the server did not start' };
-      throw new PoolError(error.code, `${request.server} did not start for this session: ${error.message}`);
+      // Named, so the HTTP edge can say what to do about it (an authorization, for one).
+      throw new PoolError(error.code, `${request.server} did not start for this session: ${error.message}`, { data: { serverName: request.server } });
     }
     const controller = new AbortController();
     const started = performance.now();
