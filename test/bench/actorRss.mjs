@@ -21,7 +21,7 @@ const ENTRIES = Number(args.entries ?? 8);
 const ROUNDS = Number(args.rounds ?? 3);
 const BOOTS = Number(args.boots ?? 12);
 /** The limits of both kinds: the pool's default for its connection threads. */
-const LIMITS = { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 3 };
+const LIMITS = { maxOldGenerationSizeMb: 320, maxYoungGenerationSizeMb: 3 };
 const BARE = new URL('./lib/bareWorker.mjs', import.meta.url);
 const MB = 1048576;
 
