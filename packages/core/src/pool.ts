@@ -32,6 +32,7 @@ import {
   type Logger,
   type PoolEvent,
   type ServerConfig,
+  type ServerConfigInput,
   type SharingPolicy,
   type WireError,
 } from '@mcpool/protocol';
@@ -211,7 +212,7 @@ export class McpTransportPool {
    * a.id === b.id; // true: the same entry, two views
    * ```
    */
-  async acquire(name: string, cfg: ServerConfig | Record<string, unknown>, sessionId: string, options: AcquireOptions = {}): Promise<PooledConnection> {
+  async acquire(name: string, cfg: ServerConfigInput | ServerConfig | Record<string, unknown>, sessionId: string, options: AcquireOptions = {}): Promise<PooledConnection> {
     this.#assertOpen();
     if (typeof name !== 'string' || name.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'name must be a non-empty string');
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'sessionId must be a non-empty string');

@@ -47,7 +47,9 @@ export interface OAuthConfig {
 }
 
 /**
- * One normalized server entry. Absent fields are omitted (never present as `undefined`).
+ * One normalized server entry (what {@link normalizeServerConfig} returns; the transport is
+ * resolved). To write a config, use {@link ServerConfigInput}. Absent fields are omitted (never
+ * present as `undefined`).
  * Which fields define the shared connection and which are per-session is declared in
  * `fingerprint.ts` (`HASHED_FIELDS`, `SESSION_FIELDS`).
  */
@@ -86,6 +88,11 @@ export interface ConfigIssue {
   path: string;
   expected: string;
   received: string;
+  /**
+   * Set when the problem is an environment variable that is not set (`${env:NAME}` / `${NAME}`):
+   * its name. The entry is well formed; the environment it is read in lacks the variable.
+   */
+  unsetVariable?: string;
 }
 
 /** Something ignored on purpose (unknown field, disabled server); parsing went on. */
@@ -212,6 +219,19 @@ export const serverConfigSchema = z.object({
 
 type RawEntry = z.infer<typeof serverConfigSchema>;
 
+/**
+ * A server entry as users write it: a Claude/Cursor/Gemini `mcpServers` entry or a VS Code
+ * `servers` entry, every field optional (`type`/`transport` is inferred from `command` or `url`).
+ * This is what `McpTransportPool.acquire` takes; {@link normalizeServerConfig} turns it into a
+ * {@link ServerConfig}.
+ *
+ * @example
+ * ```ts
+ * const memory: ServerConfigInput = { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] };
+ * ```
+ */
+export type ServerConfigInput = z.input<typeof serverConfigSchema>;
+
 /** Every raw field {@link serverConfigSchema} knows, read from its shape. */
 export const KNOWN_CONFIG_FIELDS: readonly string[] = Object.freeze(Object.keys(serverConfigSchema.shape));
 const KNOWN_OAUTH_FIELDS: readonly string[] = Object.freeze(Object.keys(oauthSchema.shape));
@@ -320,7 +340,7 @@ export function interpolate(value: string, env: Record<string, string | undefine
       const name = body.startsWith('env:') ? body.slice(4) : body;
       if (!ENV_NAME.test(name)) return match;
       resolved = envValue(name);
-      if (resolved === undefined) issues.push({ path, expected: `environment variable ${name} to be set`, received: 'got unset' });
+      if (resolved === undefined) issues.push({ path, expected: `environment variable ${name} to be set`, received: 'got unset', unsetVariable: name });
     }
     return resolved ?? match;
   });
@@ -635,10 +655,60 @@ function locateServers(doc: unknown, found: Findings): { map: Record<string, unk
   return { map, path };
 }
 
+/** The servers of a document that could be read, and the ones that could not, each with its own error. */
+export interface ParsedServerEntries {
+  /** The entries that are valid, normalized. */
+  servers: Record<string, ServerConfig>;
+  /**
+   * The entries that are not, by name: each {@link ConfigError} holds that entry's issues only
+   * (its paths are rooted at the document, and it names the file).
+   */
+  rejected: Record<string, ConfigError>;
+  warnings: ConfigWarning[];
+}
+
 /**
- * Parses a whole config document: `{mcpServers: {...}}`, VS Code's `{servers: {...}}` or
- * VS Code settings' `{mcp: {servers: {...}}}` (exactly one of them). Entries with
- * `disabled: true` are skipped, unchecked, with a warning.
+ * Parses a config document server by server: `{mcpServers: {...}}`, VS Code's `{servers: {...}}`
+ * or VS Code settings' `{mcp: {servers: {...}}}` (exactly one of them). An entry with a problem
+ * (a bad field, an unset variable) is rejected on its own, with its own error; the others are
+ * returned. Entries with `disabled: true` are skipped, unchecked, with a warning.
+ *
+ * @throws ConfigError only for a problem of the document itself: no servers map (or several), a
+ *   map that is not an object, a blank server name.
+ */
+export function parseServerEntries(doc: unknown, opts: ConfigParseOptions = {}): ParsedServerEntries {
+  const documentLevel: Findings = { issues: [], warnings: [] };
+  const env = opts.env ?? process.env;
+  const located = locateServers(doc, documentLevel);
+  // Every issue in document order: a document that fails as a whole still reports them all.
+  const all: ConfigIssue[] = [...documentLevel.issues];
+  // Maps, then fromEntries: a server named "__proto__" must not become a prototype.
+  const servers = new Map<string, ServerConfig>();
+  const rejected = new Map<string, ConfigError>();
+  const warnings: ConfigWarning[] = [];
+  for (const [name, raw] of Object.entries(located?.map ?? {})) {
+    const path = childPath(located?.path ?? '', name);
+    if (name.trim() === '') {
+      const issue = { path, expected: 'a non-empty server name', received: 'got a blank name' };
+      documentLevel.issues.push(issue);
+      all.push(issue);
+    } else if (isPlainObject(raw) && raw.disabled === true) {
+      warnings.push({ path, message: `server "${name}" is disabled; skipped` });
+    } else {
+      const found: Findings = { issues: [], warnings };
+      const config = normalizeEntry(raw, env, path, found, opts.variables);
+      all.push(...found.issues);
+      if (config !== undefined && found.issues.length === 0) servers.set(name, config);
+      else rejected.set(name, new ConfigError(found.issues, opts.file));
+    }
+  }
+  if (documentLevel.issues.length > 0) throw new ConfigError(all, opts.file);
+  return { servers: Object.fromEntries(servers), rejected: Object.fromEntries(rejected), warnings: [...documentLevel.warnings, ...warnings] };
+}
+
+/**
+ * Parses a whole config document, all or nothing: as {@link parseServerEntries}, but any
+ * rejected entry fails the whole document.
  *
  * @throws ConfigError listing every problem in the document; no partial map is returned.
  */
@@ -646,21 +716,8 @@ export function parseServersDocument(
   doc: unknown,
   opts: ConfigParseOptions = {},
 ): { servers: Record<string, ServerConfig>; warnings: ConfigWarning[] } {
-  const found: Findings = { issues: [], warnings: [] };
-  const env = opts.env ?? process.env;
-  const located = locateServers(doc, found);
-  // A Map, then fromEntries: a server named "__proto__" must not become a prototype.
-  const servers = new Map<string, ServerConfig>();
-  for (const [name, raw] of Object.entries(located?.map ?? {})) {
-    const path = childPath(located?.path ?? '', name);
-    if (name.trim() === '') {
-      found.issues.push({ path, expected: 'a non-empty server name', received: 'got a blank name' });
-    } else if (isPlainObject(raw) && raw.disabled === true) {
-      found.warnings.push({ path, message: `server "${name}" is disabled; skipped` });
-    } else {
-      const config = normalizeEntry(raw, env, path, found, opts.variables);
-      if (config !== undefined) servers.set(name, config);
-    }
-  }
-  return { servers: settle(Object.fromEntries(servers), found, opts.file), warnings: found.warnings };
+  const { servers, rejected, warnings } = parseServerEntries(doc, opts);
+  const issues = Object.values(rejected).flatMap((error) => error.data.issues);
+  if (issues.length > 0) throw new ConfigError(issues, opts.file);
+  return { servers, warnings };
 }

@@ -12,6 +12,16 @@ export const ErrorCode = {
   // --- Input ---------------------------------------------------------------------------------
   /** A config file or server entry is malformed; `data` names the file and JSON path. */
   CONFIG_INVALID: 'MCPOOL_CONFIG_INVALID',
+  /**
+   * A server entry names an environment variable (`${env:NAME}`, `${NAME}`) that is not set where
+   * the config is read: that server cannot run until a reload finds it set; `data.variables` names them.
+   */
+  CONFIG_VARIABLE_UNSET: 'MCPOOL_CONFIG_VARIABLE_UNSET',
+  /**
+   * A stdio server's command does not exist where it would be spawned: no executable file at its
+   * path, or none of that name on the `PATH` it would be spawned with; `data.command` names it.
+   */
+  COMMAND_NOT_FOUND: 'MCPOOL_COMMAND_NOT_FOUND',
   /** Options passed to a constructor or method are invalid. */
   INVALID_ARGUMENT: 'MCPOOL_INVALID_ARGUMENT',
   /**
@@ -72,6 +82,12 @@ export const ErrorCode = {
   NOT_CONNECTED: 'MCPOOL_NOT_CONNECTED',
   /** The server entry is failed (restart intensity exceeded) until a manual restart. */
   SERVER_FAILED: 'MCPOOL_SERVER_FAILED',
+  /**
+   * The server is in the config but cannot run, so nothing was started: `data.reason` is why
+   * (`MCPOOL_CONFIG_INVALID`, `MCPOOL_CONFIG_VARIABLE_UNSET`, `MCPOOL_COMMAND_NOT_FOUND`). It
+   * becomes available when a reload (or a restart, for a command installed since) fixes that.
+   */
+  SERVER_UNAVAILABLE: 'MCPOOL_SERVER_UNAVAILABLE',
   /** The connection actor (worker thread) died or stopped answering. */
   ACTOR_DIED: 'MCPOOL_ACTOR_DIED',
   /**
@@ -238,6 +254,8 @@ export type JsonRpcCode = (typeof JsonRpcCode)[keyof typeof JsonRpcCode];
  */
 export const HTTP_STATUS = Object.freeze({
   [ErrorCode.CONFIG_INVALID]: 400,
+  [ErrorCode.CONFIG_VARIABLE_UNSET]: 400,
+  [ErrorCode.COMMAND_NOT_FOUND]: 400,
   [ErrorCode.INVALID_ARGUMENT]: 400,
   [ErrorCode.TOOL_NOT_ALLOWED]: 403,
   [ErrorCode.CALL_INTERRUPTED]: 502,
@@ -256,6 +274,7 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.ENTRY_CLOSING]: 503,
   [ErrorCode.NOT_CONNECTED]: 503,
   [ErrorCode.SERVER_FAILED]: 502,
+  [ErrorCode.SERVER_UNAVAILABLE]: 503,
   [ErrorCode.AUTH_REQUIRED]: 503,
   [ErrorCode.AUTH_FAILED]: 502,
   [ErrorCode.ACTOR_DIED]: 502,
@@ -305,6 +324,8 @@ export const HTTP_STATUS = Object.freeze({
  */
 export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.CONFIG_INVALID]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.CONFIG_VARIABLE_UNSET]: JsonRpcCode.INVALID_PARAMS,
+  [ErrorCode.COMMAND_NOT_FOUND]: JsonRpcCode.INVALID_PARAMS,
   [ErrorCode.INVALID_ARGUMENT]: JsonRpcCode.INVALID_PARAMS,
   [ErrorCode.TOOL_NOT_ALLOWED]: JsonRpcCode.INVALID_PARAMS,
   [ErrorCode.CALL_INTERRUPTED]: JsonRpcCode.SERVER_ERROR,
@@ -323,6 +344,7 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.ENTRY_CLOSING]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_CONNECTED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SERVER_FAILED]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.SERVER_UNAVAILABLE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.AUTH_REQUIRED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.AUTH_FAILED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.ACTOR_DIED]: JsonRpcCode.SERVER_ERROR,

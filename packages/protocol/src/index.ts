@@ -8,11 +8,12 @@ export {
   interpolate,
   normalizeServerConfig,
   parseConfigText,
+  parseServerEntries,
   parseServersDocument,
   serverConfigSchema,
   SHARING_POLICIES,
 } from './config.js';
-export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ServerConfig, SharingPolicy, TransportKind } from './config.js';
+export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ParsedServerEntries, ServerConfig, ServerConfigInput, SharingPolicy, TransportKind } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
