@@ -9,15 +9,15 @@ import { McpoolHttpError, McpoolRequestError } from '@mcpool/client';
 import { ConfigError } from '@mcpool/protocol';
 import { registerBridgeCommand } from './commands/bridgeCommand.js';
 import { runAuthCommand, type AuthCommandOptions } from './commands/authCommand.js';
+import { registerConfigCheckCommand } from './commands/configCheck.js';
 import { registerImportCommand } from './commands/importCommand.js';
 import { registerLogsCommand } from './commands/logsCommand.js';
 import { registerServiceCommand } from './commands/serviceCommand.js';
 import { registerUiCommand } from './commands/uiCommand.js';
-import { connect, formatReload, formatRestart, formatSessions, formatStatus, restartFailed, stopDaemon, UsageError, type CommandIo } from './commands/clientCommands.js';
-import { loadConfig, type LogLevel } from './config/daemonConfig.js';
+import { connect, durationMs, port, formatReload, formatRestart, formatSessions, formatStatus, restartFailed, stopDaemon, UsageError, type CommandIo } from './commands/clientCommands.js';
+import type { LogLevel } from './config/daemonConfig.js';
 import { ExitCode, runServe, type StartOptions } from './serve.js';
 import { VERSION } from './version.js';
-import { resolve } from 'node:path';
 
 const EXIT_CODES_HELP = `
 Exit codes:
@@ -28,11 +28,6 @@ Exit codes:
 
 function positiveSeconds(value: string): number {
   if (!/^\d{1,6}$/.test(value) || Number(value) === 0) throw new InvalidArgumentError('expected a positive number of seconds');
-  return Number(value);
-}
-
-function port(value: string): number {
-  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number (0-65535)');
   return Number(value);
 }
 
@@ -138,11 +133,20 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
       }
     });
 
-  clientOptions(program.command('sessions').description('list the daemon sessions, REST and /mcp; or end one'))
+  clientOptions(program.command('sessions').description('list the daemon sessions, REST and /mcp; or end one, or every idle one'))
     .option('--json', 'print the raw JSON answer')
     .option('--close <id>', 'end the session with this id (REST or /mcp)')
-    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean; close?: string }) => {
+    .option('--close-idle', 'end every session with nothing in flight (no call, no open stream); /mcp clients re-initialize on their next request')
+    .option('--idle-for <duration>', 'with --close-idle: only those without a request for this long (30s, 10m, 1h; default 0)', durationMs)
+    .action(async (options: { url?: string; port?: number; config?: string; json?: boolean; close?: string; closeIdle?: boolean; idleFor?: number }) => {
+      if (options.idleFor !== undefined && !options.closeIdle) throw new UsageError('--idle-for goes with --close-idle');
       const client = await connect(options, io);
+      if (options.closeIdle) {
+        const { closed } = await client.closeIdleSessions(options.idleFor === undefined ? {} : { idleForMs: options.idleFor });
+        if (options.json) io.stdout(JSON.stringify({ closed }, null, 2));
+        else io.stdout(closed.length === 0 ? 'no idle session' : `ended ${closed.length} idle session(s): ${closed.map((s) => `${s.id} (${s.kind})`).join(', ')}`);
+        return;
+      }
       if (options.close !== undefined) {
         await client.closeWorkspaceSession(options.close);
         io.stdout(`session ${options.close} ended`);
@@ -153,23 +157,7 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
       io.stdout(options.json ? JSON.stringify({ sessions, mcpSessions }, null, 2) : formatSessions(sessions, mcpSessions));
     });
 
-  program
-    .command('config')
-    .description('config commands')
-    .command('check')
-    .description('check a config file the way serve would load it (no server is started)')
-    .argument('<file>', 'the config file')
-    .action(async (file: string) => {
-      const path = resolve(io.cwd, file);
-      const config = await loadConfig({ kind: 'file', path, origin: 'flag' }, io.env);
-      const servers = Object.entries(config.servers).map(([name, server]) => `${name} (${server.transport})`);
-      const s = config.settings;
-      io.stdout(`${path}: ok`);
-      io.stdout(`servers: ${servers.length > 0 ? servers.join(', ') : '(none)'}`);
-      io.stdout(`daemon: ${s.host}:${s.port}, budget ${s.budget.clientBudget} (${s.budget.mode}), clients: ${s.clients.map((c) => `${c.id} [${c.rights.join(',')}]`).join(', ') || '(operator only)'}`);
-      for (const warning of config.warnings) io.stdout(`warning: ${warning.path}: ${warning.message}`);
-    });
-
+  registerConfigCheckCommand(program, io, (code) => (exitCode = code));
   registerBridgeCommand(program, io, (code) => (exitCode = code));
   registerImportCommand(program, io, (code) => (exitCode = code));
   registerServiceCommand(program, io, (code) => (exitCode = code));

@@ -14,6 +14,9 @@
 import type { Logger } from 'pino';
 import { ErrorCode, McpTransportPool, PoolError, type DrainAllResult, type McpTransportPoolOptions } from '@mcpool/core';
 import { ConfigError } from '@mcpool/protocol';
+import { canonicalCommand } from './config/commandPath.js';
+import { mergeReload } from './config/reloadMerge.js';
+import { missingCommand } from './config/serverAvailability.js';
 import type {
   AuthStartResponse,
   DaemonEventPayload,
@@ -86,6 +89,7 @@ export class Daemon {
   readonly sessions: RestSessions;
   readonly #streams = new Set<() => void>();
   readonly #authorizedListeners = new Set<(serverName: string) => void>();
+  readonly #addedListeners = new Set<(names: readonly string[]) => void>();
   /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
   #mcpSessions: () => number = () => 0;
   #mcpSessionsByClient: () => Map<string, number> = () => new Map();
@@ -210,6 +214,7 @@ export class Daemon {
     // Crash leftovers are reaped before anything is spawned.
     this.pool.start();
     this.sessions.startReaper();
+    this.#reportUnavailable(Object.entries(this.#config.config.unavailable).map(([name, problem]) => ({ name, code: problem.code, message: problem.message, keptRunning: false })));
     return this.#serialize(() => this.#warm.warmAll());
   }
 
@@ -242,7 +247,7 @@ export class Daemon {
    */
   async stderrTail(name: string, lines: number): Promise<{ server: string; entries: { entryIndex: number; lines: string[] }[] }> {
     const running = Object.hasOwn(this.pool.getSnapshot().servers, name);
-    if (this.#config.server(name) === undefined && !running) throw new PoolError(ErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
+    if (this.#config.server(name) === undefined && this.#config.unavailable(name) === undefined && !running) throw new PoolError(ErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
     const entries = running ? await this.pool.stderrTail(name, { lines }) : [];
     return { server: name, entries: entries.map((entry) => ({ entryIndex: entry.entryIndex, lines: entry.lines.map((line) => this.#redactor.scrub(line)) })) };
   }
@@ -285,6 +290,7 @@ export class Daemon {
    */
   async restart(name: string, entryIndex?: number): Promise<RestartResponse> {
     this.#assertAccepting();
+    if (this.#config.server(name) === undefined && this.#config.unavailable(name) !== undefined) return this.#retryUnavailable(name);
     const snapshot = this.pool.getSnapshot();
     const configured = this.#config.server(name) !== undefined;
     // Own properties only: `__proto__` or `constructor` is an unknown name, not Object's.
@@ -317,15 +323,65 @@ export class Daemon {
     return { entries: results };
   }
 
+  /**
+   * A restart of an unavailable server: one whose command was not found looks for it again (it may
+   * have been installed since) and starts when it is there; any other reason needs the config
+   * fixed and reloaded.
+   *
+   * @throws PoolError SERVER_UNAVAILABLE (503) with `data.reason`, when it still cannot run.
+   */
+  async #retryUnavailable(name: string): Promise<RestartResponse> {
+    const problem = this.#config.unavailable(name)!;
+    const config = problem.code === ErrorCode.COMMAND_NOT_FOUND && problem.config !== undefined && missingCommand(problem.config) === undefined ? canonicalCommand(problem.config) : undefined;
+    if (config === undefined) {
+      const fix = problem.code === ErrorCode.COMMAND_NOT_FOUND ? 'install it (or fix the config), then restart it again' : 'fix the config, then reload';
+      throw new PoolError(ErrorCode.SERVER_UNAVAILABLE, `${name} is unavailable: ${problem.message}; ${fix}`, { data: { reason: problem.code } });
+    }
+    this.#config.makeAvailable(name, config);
+    const started = Date.now();
+    await this.#warm.warmAndCount(name);
+    this.#announceAdded([name]);
+    const ok = this.#warm.lastError(name) === undefined;
+    this.#logger.info({ server: name, restarted: ok }, `${name}: its command is there now`);
+    const result: RestartResult = { entryIndex: this.#warm.entryIndexOf(name) ?? 0, restarted: ok, durationMs: Date.now() - started, ...(ok ? {} : { reason: 'start_failed' }) };
+    this.events.publish({ type: 'server_restarted', serverName: name, entries: [{ ...result }] });
+    return ok ? { restarted: true, durationMs: result.durationMs } : { restarted: false, durationMs: result.durationMs, skipped: true, reason: 'start_failed' };
+  }
+
+  /**
+   * Calls `listener` with the names of servers that became available (a reload added or fixed
+   * them, or a restart found a missing command): the `/mcp` gateway's open sessions join them.
+   * Returns the function that removes it.
+   */
+  onServersAdded(listener: (names: readonly string[]) => void): () => void {
+    this.#addedListeners.add(listener);
+    return () => this.#addedListeners.delete(listener);
+  }
+
+  #announceAdded(names: readonly string[]): void {
+    if (names.length === 0) return;
+    for (const listener of [...this.#addedListeners]) listener(names);
+  }
+
+  /** One warning and one `server_unavailable` event for each server of the config that cannot run. */
+  #reportUnavailable(rejected: readonly { name: string; code: string; message: string; keptRunning: boolean }[]): void {
+    for (const { name, code, message, keptRunning } of rejected) {
+      const what = keptRunning ? `${name}: the config's new entry cannot run, so it keeps its running config` : `${name} is unavailable (the other servers run)`;
+      this.#logger.warn({ server: name, code, keptRunning }, `${what}: ${message}`);
+      this.events.publish({ type: 'server_unavailable', serverName: name, code, message, keptRunning });
+    }
+  }
+
   // --- Reload ---------------------------------------------------------------------------------
 
   /**
-   * Re-reads the config. Changed fingerprints get a new entry for new acquires (the
-   * warm hold moves to it); the old entry keeps its sessions and drains as they leave. Client
-   * tokens, allowed hosts and origins apply at once; other daemon settings are reported in
-   * `needsRestart`. An invalid file changes nothing.
+   * Re-reads the config, server by server (see `config/reloadMerge.ts`). Changed fingerprints get
+   * a new entry for new acquires (the warm hold moves to it); the old entry keeps its sessions and
+   * drains as they leave; a server whose new entry cannot run is reported in `rejected` (a running
+   * one keeps its last good config). Client tokens, allowed hosts and origins apply at once; other
+   * daemon settings are reported in `needsRestart`. A file that cannot be read as a whole changes nothing.
    *
-   * @throws PoolError CONFIG_REJECTED when the file is invalid, NOT_IMPLEMENTED with no config source.
+   * @throws PoolError CONFIG_REJECTED when the file cannot be read as a whole, NOT_IMPLEMENTED with no config source.
    */
   reload(trigger: 'api' | 'signal' | 'file'): Promise<ReloadResult> {
     this.#assertAccepting();
@@ -345,16 +401,23 @@ export class Daemon {
       this.events.publish({ type: 'config_rejected', trigger, message: error.message });
       throw new PoolError(ErrorCode.CONFIG_REJECTED, `${error.message}\n(the running config is unchanged)`, { data: { file: error.data.file } });
     }
-    const change = this.#config.changeTo(next);
+    const merged = mergeReload(this.#config.config, next);
+    next = merged.config;
+    const diff = this.#config.changeTo(next);
+    // A server kept on its running config is reported as rejected, not as unchanged.
+    const change = { ...diff, unchanged: diff.unchanged.filter((name) => !merged.rejected.some((r) => r.name === name)), rejected: merged.rejected };
     if (trigger === 'file' && next.digest === previousDigest) return change;
     this.#config.adopt(next);
     // The warm hold follows the config: off the old entries, onto the new ones.
     await Promise.all([...change.changed, ...change.removed].map((name) => this.#warm.drop(name)));
     await Promise.all([...change.changed, ...change.added].map((name) => this.#warm.warmAndCount(name)));
-    this.metrics.reloads.inc({ result: 'applied' });
-    this.#logger.info({ trigger, added: change.added, removed: change.removed, changed: change.changed, needsRestart: change.needsRestart }, 'config reloaded');
+    this.metrics.reloads.inc({ result: change.rejected.length > 0 ? 'partial' : 'applied' });
+    const rejected = change.rejected.map((r) => r.name);
+    this.#logger.info({ trigger, added: change.added, removed: change.removed, changed: change.changed, needsRestart: change.needsRestart, ...(rejected.length > 0 ? { rejected } : {}) }, 'config reloaded');
     if (change.needsRestart.length > 0) this.#logger.warn({ settings: change.needsRestart }, 'these daemon settings changed but apply only after a restart of the daemon');
-    this.events.publish({ type: 'config_reloaded', trigger, added: change.added, removed: change.removed, changed: change.changed });
+    this.#reportUnavailable(change.rejected);
+    this.events.publish({ type: 'config_reloaded', trigger, added: change.added, removed: change.removed, changed: change.changed, ...(rejected.length > 0 ? { rejected } : {}) });
+    this.#announceAdded(change.added);
     return change;
   }
 

@@ -46,6 +46,8 @@ export class DaemonMetrics {
   readonly failures: Counter<'server' | 'kind'>;
   readonly reloads: Counter<'result'>;
   readonly refusals: Counter<'limit'>;
+  /** Idle `/mcp` sessions ended to admit a new one of the same client at its cap. */
+  readonly evictions: Counter;
   readonly callDuration: Histogram<'server' | 'outcome'>;
 
   constructor(source: MetricsSource) {
@@ -193,8 +195,9 @@ export class DaemonMetrics {
     this.spawns = new Counter({ name: 'mcpool_spawns_total', help: 'Pool entries started.', labelNames: ['server'] as const, registers });
     this.restarts = new Counter({ name: 'mcpool_restarts_total', help: 'Entry restarts, by result (restarted, skipped).', labelNames: ['server', 'result'] as const, registers });
     this.failures = new Counter({ name: 'mcpool_failures_total', help: 'Failures: spawn (a start failed), entry (an entry failed), call (a tool call failed).', labelNames: ['server', 'kind'] as const, registers });
-    this.reloads = new Counter({ name: 'mcpool_config_reloads_total', help: 'Config reloads, by result (applied, rejected).', labelNames: ['result'] as const, registers });
+    this.reloads = new Counter({ name: 'mcpool_config_reloads_total', help: 'Config reloads, by result (applied; partial: some servers of the file could not be applied; rejected: the file as a whole).', labelNames: ['result'] as const, registers });
     this.refusals = new Counter({ name: 'mcpool_admission_refusals_total', help: 'Requests refused by an admission limit, by limit (see mcpool_admission_limit).', labelNames: ['limit'] as const, registers });
+    this.evictions = new Counter({ name: 'mcpool_mcp_session_evictions_total', help: 'Idle /mcp sessions ended to admit a new session of the same client at its per-client cap.', registers });
     this.callDuration = new Histogram({
       name: 'mcpool_call_duration_seconds',
       help: 'Tool call latency through daemon sessions, by outcome (ok, error).',

@@ -124,7 +124,9 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   if (config.source.kind === 'builtin') {
     logger.info({ searched: config.source.searched }, 'no config file found: running the built-in default config (the bundled demo server); write .mcp.json or ~/.config/mcpool/config.json, or pass --config');
   } else {
-    logger.info({ file: config.source.path, origin: config.source.origin, servers: names }, `config ${config.source.path}: ${names.length} server(s)${names.length ? ` (${names.join(', ')})` : ''}`);
+    const unavailable = Object.keys(config.unavailable);
+    const cannotRun = unavailable.length > 0 ? `; ${unavailable.length} cannot run (${unavailable.join(', ')})` : '';
+    logger.info({ file: config.source.path, origin: config.source.origin, servers: names, ...(unavailable.length > 0 ? { unavailable } : {}) }, `config ${config.source.path}: ${names.length} server(s)${names.length ? ` (${names.join(', ')})` : ''}${cannotRun}`);
   }
   if (overrides.logLevel === undefined) logger.level = config.settings.logLevel;
   for (const warning of config.warnings) logger.warn({ path: warning.path }, `config: ${warning.message}`);

@@ -20,6 +20,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mcpool-cli-'));
   writeFileSync(join(dir, 'good.json'), JSON.stringify({ mcpServers: { echo: fixtureConfig('echo.mjs', mark), web: { url: 'http://127.0.0.1:9/mcp' } }, daemon: { port: 0, budget: { clientBudget: 9 } } }));
   writeFileSync(join(dir, 'bad.json'), JSON.stringify({ mcpServers: { echo: { command: 'node', args: [1] } } }));
+  // Not JSON: the file itself is refused (a bad server entry only makes that server unavailable).
+  writeFileSync(join(dir, 'broken.json'), '{ "mcpServers": { "echo": ');
   running = await startDaemon({ configPath: join(dir, 'good.json'), env: { MCPOOL_STATE_DIR: join(dir, 'state') }, destination: memoryDestination([]) });
   await running.warmed;
   env = { MCPOOL_STATE_DIR: join(dir, 'state'), MCPOOL_URL: running.url };
@@ -47,22 +49,52 @@ describe('mcpool config check', () => {
   });
 
   it('prints where a bad file is wrong, exit 2', async () => {
-    const { code, err } = await run(['config', 'check', 'bad.json']);
-    expect(code).toBe(2);
-    expect(err).toContain(join(dir, 'bad.json'));
-    expect(err).toContain('mcpServers.echo.args[0]');
+    const broken = await run(['config', 'check', 'broken.json']);
+    expect(broken.code).toBe(2);
+    expect(broken.err).toContain(join(dir, 'broken.json'));
+    expect(broken.err).toContain('got invalid JSON at line 1');
     expect((await run(['config', 'check', 'missing.json'])).code).toBe(2);
   });
 
+  it('a bad server entry is that server’s problem: named with its path and code, exit 2', async () => {
+    const { code, out, err } = await run(['config', 'check', 'bad.json']);
+    expect(code).toBe(2);
+    expect(out).toContain(`${join(dir, 'bad.json')}: 1 of 1 server(s) cannot run (serve would run the others)`);
+    expect(err).toBe('unavailable: echo: MCPOOL_CONFIG_INVALID: mcpServers.echo.args[0]: expected an array of strings, got a number');
+  });
+
+  it('flags a command that does not exist, and an unset variable, beside a good server', async () => {
+    writeFileSync(
+      join(dir, 'ghost.json'),
+      JSON.stringify({
+        mcpServers: {
+          good: { command: 'node', args: ['x.js'] },
+          ghost: { command: 'mcp-server-does-not-exist' },
+          lost: { command: '/nowhere/bin/server' },
+          relative: { command: './bin/server', cwd: dir },
+          gh: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-github'], env: { GITHUB_PERSONAL_ACCESS_TOKEN: '${env:CLI_TEST_UNSET_TOKEN}' } },
+        },
+      }),
+    );
+    const { code, out, err } = await run(['config', 'check', 'ghost.json'], { PATH: process.env.PATH });
+    expect(code).toBe(2);
+    expect(out).toContain('4 of 5 server(s) cannot run');
+    expect(out).toContain('servers: good (stdio)');
+    expect(err).toContain('unavailable: ghost: MCPOOL_COMMAND_NOT_FOUND: command not found: "mcp-server-does-not-exist" is not on the PATH it would be spawned with');
+    expect(err).toContain('unavailable: lost: MCPOOL_COMMAND_NOT_FOUND: command not found: no executable file at /nowhere/bin/server');
+    expect(err).toContain(`unavailable: relative: MCPOOL_COMMAND_NOT_FOUND: command not found: no executable file at ${join(dir, 'bin', 'server')}`);
+    expect(err).toContain('unavailable: gh: MCPOOL_CONFIG_VARIABLE_UNSET: environment variable CLI_TEST_UNSET_TOKEN is not set (mcpServers.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN needs it)');
+  });
+
   it('accepts a VS Code mcp.json with comments and trailing commas; ${input:…} is named', async () => {
-    writeFileSync(join(dir, 'vscode.json'), '// VS Code allows comments in mcp.json\n{\n  "servers": {\n    "fetch": { "command": "uvx", "args": ["mcp-server-fetch",], },\n  },\n}\n');
+    writeFileSync(join(dir, 'vscode.json'), '// VS Code allows comments in mcp.json\n{\n  "servers": {\n    "fetch": { "command": "node", "args": ["mcp-server-fetch.js",], },\n  },\n}\n');
     const good = await run(['config', 'check', 'vscode.json']);
     expect(good.code).toBe(0);
     expect(good.out).toContain('servers: fetch (stdio)');
     writeFileSync(join(dir, 'inputs.json'), '{ "servers": { "m": { "command": "npx", "env": { "F": "${input:memfile}" } } } }');
     const bad = await run(['config', 'check', 'inputs.json']);
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain('servers.m.env.F: expected a value mcpool can resolve');
+    expect(bad.err).toContain('unavailable: m: MCPOOL_CONFIG_INVALID: servers.m.env.F: expected a value mcpool can resolve');
     expect(bad.err).toContain('got ${input:memfile}');
   });
 });
@@ -74,7 +106,7 @@ describe('client commands', () => {
     expect(out).toMatch(/^SERVER\s+STATUS\s+MCP\s+ENTRIES\s+REFS\s+DETAIL$/m);
     expect(out).toMatch(/^echo\s+active\s+connected\s+1\s+1\s+#0 active refs=1 per-principal:[0-9a-f]{12}$/m);
     expect(out).toMatch(/^web\s+failed\s+disconnected\s+0\s+0\s+MCPOOL_[A-Z_]+: /m);
-    expect(out).toContain('budget: 1/9 live (warn, ok) · 1 per-principal · sessions: 0 · ready');
+    expect(out).toContain('budget: 1/9 live (warn, ok) · 1 per-principal · sessions: 0 /mcp, 0 REST · ready');
     const json = JSON.parse((await run(['status', '--json'])).out) as { initialized: boolean };
     expect(json.initialized).toBe(true);
   });
@@ -97,7 +129,7 @@ describe('client commands', () => {
     expect(reloaded).toMatchObject({ code: 0, out: `reloaded ${join(dir, 'good.json')}: added - · removed - · changed - · unchanged echo, web` });
     expect(JSON.parse((await run(['reload', '--json'])).out)).toMatchObject({ unchanged: ['echo', 'web'] });
     const good = readFileSync(join(dir, 'good.json'), 'utf8');
-    writeFileSync(join(dir, 'good.json'), JSON.stringify({ mcpServers: { echo: { command: 7 } } }));
+    writeFileSync(join(dir, 'good.json'), '{ "mcpServers": ');
     try {
       expect(await run(['reload'])).toMatchObject({ code: 1, err: expect.stringContaining('409 MCPOOL_CONFIG_REJECTED') });
     } finally {
@@ -161,7 +193,7 @@ describe('usage and serve failures', () => {
   });
 
   it('serve with a bad config exits 2; on a port in use exits 3', async () => {
-    expect((await run(['serve', '--config', 'bad.json'])).code).toBe(2);
+    expect((await run(['serve', '--config', 'broken.json'])).code).toBe(2);
     expect((await run(['serve', '--config', 'good.json', '--port', String(running.port)])).code).toBe(3);
   });
 });

@@ -22,6 +22,8 @@ import type {
   ToolCallRequest,
   ToolCallResponse,
   WorkspaceMcpStatus,
+  CloseIdleRequest,
+  CloseIdleResponse,
   WorkspaceSession,
   WorkspaceSessionList,
 } from './types.js';
@@ -178,6 +180,15 @@ export class McpoolClient {
   /** `DELETE /workspace/sessions/:id`: ends a REST or `/mcp` session (the operator: any; a client: its own). Unknown id: 404. */
   async closeWorkspaceSession(id: string, options?: RequestOptions): Promise<void> {
     await this.#request('DELETE', `/workspace/sessions/${encodeURIComponent(id)}`, undefined, options);
+  }
+
+  /**
+   * `POST /workspace/sessions/close-idle`: ends, in one go, the sessions (REST and `/mcp`) with
+   * nothing in flight — no call, no open stream — and no request for `idleForMs` (default 0: every
+   * idle one). The operator ends any; a client its own. Their `/mcp` clients get 404 and initialize again.
+   */
+  closeIdleSessions(request: CloseIdleRequest = {}, options?: RequestOptions): Promise<CloseIdleResponse> {
+    return this.#json('POST', '/workspace/sessions/close-idle', request, options);
   }
 
   /** `POST /sessions/:id/tools/call`: calls a tool through the session's filtered view. */

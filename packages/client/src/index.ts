@@ -26,6 +26,7 @@ export type {
   ChildRefusedBatchEvent,
   ConfigRejectedEvent,
   ConfigReloadedEvent,
+  ServerUnavailableEvent,
   CreateSessionRequest,
   DaemonEvent,
   DaemonEventPayload,
@@ -44,6 +45,7 @@ export type {
   McpStatus,
   ServerStatus,
   ReadyResponse,
+  ReloadRejection,
   ReloadResult,
   RestartEntriesResponse,
   RestartLegacyResponse,
@@ -69,4 +71,6 @@ export type {
   WorkspaceMcpStatus,
   WorkspaceSession,
   WorkspaceSessionList,
+  CloseIdleRequest,
+  CloseIdleResponse,
 } from './types.js';

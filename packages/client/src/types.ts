@@ -23,11 +23,13 @@ export interface ErrorBody {
 export type McpStatus = 'connected' | 'connecting' | 'disconnected';
 
 /**
- * A server's (or entry's) status in `GET /workspace/mcp`: an entry's status, or `auth_required`
+ * A server's (or entry's) status in `GET /workspace/mcp`: an entry's status; `auth_required`
  * (the remote server answered HTTP 401 and no token it accepts is known: nothing runs, nothing is
- * retried, until `mcpool auth <server>` or `POST /workspace/mcp/:server/auth`).
+ * retried, until `mcpool auth <server>` or `POST /workspace/mcp/:server/auth`); or, for a server,
+ * `unavailable` (its config entry cannot run — a bad field, an unset variable, a command that
+ * does not exist — so nothing was started: `lastError` says why, a reload that fixes it starts it).
  */
-export type ServerStatus = EntryStatus | 'auth_required';
+export type ServerStatus = EntryStatus | 'auth_required' | 'unavailable';
 
 /** One pool entry of a server name. `entryIndex` is opaque and stable; the fingerprint never leaves the daemon. */
 export interface EntrySummaryItem {
@@ -65,8 +67,17 @@ export interface WorkspaceMcpServer {
   configured: boolean;
   /** Transport of the configured server, when configured. */
   transport?: TransportKind;
-  /** The last start failure of the configured server, if its last start failed. */
+  /**
+   * The last start failure of the configured server, if its last start failed; for an
+   * `unavailable` server, why it cannot run (`MCPOOL_CONFIG_INVALID`, `MCPOOL_CONFIG_VARIABLE_UNSET`,
+   * `MCPOOL_COMMAND_NOT_FOUND`).
+   */
   lastError?: { code: string; message: string };
+  /**
+   * The config file's entry for this running server cannot run (a reload found it broken): the
+   * server keeps its last good config, and this says why the new one was not applied.
+   */
+  configProblem?: { code: string; message: string };
   /** While a failed start keeps the server from being spawned again: when an acquire may spawn it (ISO time; a restart tries at once). */
   retryAt?: string;
 }
@@ -148,6 +159,18 @@ export interface ReloadResult {
   unchanged: string[];
   /** Daemon settings that changed in the file but need a restart of the daemon to apply. */
   needsRestart: string[];
+  /** Servers of the file whose entry cannot run: not applied (the others were). */
+  rejected: ReloadRejection[];
+}
+
+/** A server a reload could not apply, and why. */
+export interface ReloadRejection {
+  name: string;
+  /** `MCPOOL_CONFIG_INVALID`, `MCPOOL_CONFIG_VARIABLE_UNSET` or `MCPOOL_COMMAND_NOT_FOUND`. */
+  code: string;
+  message: string;
+  /** True: the server runs its last good config, unchanged; false: it is unavailable. */
+  keptRunning: boolean;
 }
 
 /** `POST /sessions` body. */
@@ -199,7 +222,7 @@ export interface WorkspaceSession {
   clientId: string;
   /** A REST session's label, or the label a `/mcp` client gave its session (the `Mcpool-Session-Label` header). */
   label?: string;
-  /** Legacy `/mcp` sessions: the name and version the client gave in `initialize` (which editor, which tool). */
+  /** `/mcp` sessions: the MCP client, as it named itself (`clientInfo` of `initialize`, or of a modern request's `_meta`): which editor, which tool. */
   client?: { name: string; version: string };
   /** `/mcp/<server>` sessions: that server. */
   scope?: string;
@@ -213,6 +236,17 @@ export interface WorkspaceSession {
   createdAt: string;
   lastActivityAt: string;
   servers: { name: string; status: 'connected' | 'connecting' | 'disconnected' | 'failed' | 'released' }[];
+}
+
+/** `POST /workspace/sessions/close-idle` body. */
+export interface CloseIdleRequest {
+  /** Only sessions with no request for at least this long. @default 0 (every idle session) */
+  idleForMs?: number;
+}
+
+/** `POST /workspace/sessions/close-idle`: the sessions it ended. */
+export interface CloseIdleResponse {
+  closed: { kind: 'rest' | 'mcp'; id: string }[];
 }
 
 /** `GET /workspace/sessions`: REST sessions first, each kind oldest first. */
@@ -261,7 +295,8 @@ export interface HealthResponse {
 /** `GET /readyz`: 200 when ready, 503 while the configured servers warm up. */
 export interface ReadyResponse {
   ready: boolean;
-  servers: { total: number; ready: number; failed: number };
+  /** `total` counts the servers that can run; `unavailable` the config's servers that cannot (they never hold readiness back). */
+  servers: { total: number; ready: number; failed: number; unavailable: number };
 }
 
 // --- Events (GET /workspace/mcp/events) ---------------------------------------------------------
@@ -333,6 +368,21 @@ export interface ConfigReloadedEvent {
   added: string[];
   removed: string[];
   changed: string[];
+  /** Servers of the file the reload could not apply (each also has its `server_unavailable` event). */
+  rejected?: string[];
+}
+
+/**
+ * A configured server cannot run (at start, or in a reload): its entry is invalid, names an
+ * unset variable or a command that does not exist. `keptRunning`: a reload found a running
+ * server's new entry broken, and the server keeps its last good config.
+ */
+export interface ServerUnavailableEvent {
+  type: 'server_unavailable';
+  serverName: string;
+  code: string;
+  message: string;
+  keptRunning: boolean;
 }
 
 export interface ConfigRejectedEvent {
@@ -396,6 +446,7 @@ export type DaemonEventPayload =
   | ChildRefusedBatchEvent
   | ServerProgressEvent
   | ConfigReloadedEvent
+  | ServerUnavailableEvent
   | ConfigRejectedEvent
   | ServerRestartedEvent
   | AuthRequiredEvent

@@ -36,6 +36,7 @@ export {
   requestStateRefused,
   resourceNotFound,
   serverForbidden,
+  serverNotRunnable,
   serverRequestRefused,
   serverUnavailable,
   shuttingDown,

@@ -12,6 +12,7 @@
  * | a tool or prompt the caller may not see, or that does not exist | `TOOL_NOT_ALLOWED` | 403 | -32602 |
  * | a resource URI no server of the endpoint has | `RESOURCE_NOT_FOUND` | 404 | -32002 (-32602 in 2026-07-28) |
  * | a server of the endpoint that is not available | the failure's own (`SPAWN_FAILED`, …) | 502–504 | -32000 |
+ * | a configured server that cannot run (a bad entry, an unset variable, a missing command) | `SERVER_UNAVAILABLE` | 503 | -32000 |
  * | an upstream that cannot be reached or does not speak JSON-RPC | `UPSTREAM_UNAVAILABLE` | 502 | -32000 |
  * | the host is shutting down | `SHUTTING_DOWN` | 503 | -32000 |
  * | an endpoint `/mcp/<server>` of no configured server | `NOT_FOUND` | 404 | -32602 |
@@ -29,6 +30,7 @@ export type RefusalKind =
   | 'unknownName'
   | 'resourceNotFound'
   | 'serverUnavailable'
+  | 'serverNotRunnable'
   | 'upstreamUnavailable'
   | 'shuttingDown'
   | 'noSuchServer'
@@ -84,6 +86,14 @@ export function resourceNotFound(uri: string): PoolError {
 /** A server of the endpoint did not start (or failed since): its failure's own code. */
 export function serverUnavailable(name: string, failure?: { code: ErrorCode; message: string }): PoolError {
   return refusal('serverUnavailable', failure?.code ?? ErrorCode.SERVER_FAILED, `${name} is not available: ${failure?.message ?? 'it did not start'}`, { serverName: name });
+}
+
+/**
+ * A configured server whose entry cannot run (`reason`: `MCPOOL_CONFIG_INVALID`,
+ * `MCPOOL_CONFIG_VARIABLE_UNSET`, `MCPOOL_COMMAND_NOT_FOUND`): one server's problem, the others run.
+ */
+export function serverNotRunnable(name: string, problem: { code: ErrorCode; message: string }): PoolError {
+  return refusal('serverNotRunnable', ErrorCode.SERVER_UNAVAILABLE, `${name} is unavailable: ${problem.message}`, { serverName: name, reason: problem.code });
 }
 
 /** The upstream could not be reached, or did not answer in JSON-RPC (`httpStatus` when it answered HTTP). */

@@ -9,7 +9,7 @@ import { Option, type Command } from 'commander';
 import { pino } from 'pino';
 import type { Readable, Writable } from 'node:stream';
 import { TOKEN_FILE } from '../auth.js';
-import { daemonUrl, UsageError, type CommandIo } from './clientCommands.js';
+import { daemonUrl, port, UsageError, type CommandIo } from './clientCommands.js';
 import type { LogLevel } from '../config/daemonConfig.js';
 import { BIN_PATH, defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
@@ -21,6 +21,8 @@ import { DaemonStarter } from '../local/daemonStarter.js';
 export interface BridgeCommandOptions {
   /** `--url`: the MCP endpoint. @default `$MCPOOL_URL/mcp`, else `http://<host>:<port>/mcp` of the config */
   url?: string;
+  /** `--port`: the daemon on this port of 127.0.0.1, endpoint `/mcp` (instead of `--url`). */
+  port?: number;
   /** `--token-file`. @default `$MCPOOL_TOKEN`, else `<state dir>/token` */
   tokenFile?: string;
   /** `--autostart` */
@@ -56,6 +58,7 @@ export function registerBridgeCommand(program: Command, io: CommandIo, done: (ex
     .command('bridge')
     .description("stdio ↔ the daemon's /mcp: the command a stdio-only MCP client runs to use the pool")
     .option('--url <url>', "the daemon's MCP endpoint, e.g. http://127.0.0.1:7070/mcp/<server> (default: $MCPOOL_URL/mcp, else host and port of the config + /mcp)")
+    .option('-p, --port <port>', 'the daemon on this port of 127.0.0.1, endpoint /mcp (instead of --url)', port)
     .option('--token-file <file>', 'read the bearer token from this file (default: $MCPOOL_TOKEN, else the daemon’s token file in its state directory)')
     .option('--autostart', 'start `mcpool serve` (detached, logging to the state directory) when no daemon answers')
     .option('-c, --config <file>', 'config to read the daemon address from (and to start the daemon with)')
@@ -67,8 +70,9 @@ export function registerBridgeCommand(program: Command, io: CommandIo, done: (ex
 export async function runBridge(options: BridgeCommandOptions, io: CommandIo, stdio: BridgeStdio = {}): Promise<number> {
   const env = io.env;
   // The URL: explicit (--url, or MCPOOL_URL + /mcp), else the daemon's configured address.
-  const explicitBase = options.url === undefined ? env.MCPOOL_URL : undefined;
-  const urlText = options.url ?? `${(await daemonUrl(options.config ? { config: options.config } : {}, io)).replace(/\/+$/, '')}/mcp`;
+  if (options.url !== undefined && options.port !== undefined) throw new UsageError('give --url or --port, not both');
+  const explicitBase = options.url === undefined ? (options.port === undefined ? env.MCPOOL_URL : `http://127.0.0.1:${options.port}`) : undefined;
+  const urlText = options.url ?? `${(await daemonUrl({ ...(options.config ? { config: options.config } : {}), ...(options.port === undefined ? {} : { port: options.port }) }, io)).replace(/\/+$/, '')}/mcp`;
   let url: URL;
   try {
     url = new URL(urlText);

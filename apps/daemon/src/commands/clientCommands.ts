@@ -4,6 +4,7 @@
  * of the config `serve` would use; the token from `MCPOOL_TOKEN` or the state directory's token
  * file.
  */
+import { InvalidArgumentError } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
 import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, type ReloadResult, type RestartResponse, type SessionInfo, type WorkspaceMcpStatus, type WorkspaceSession } from '@mcpool/client';
 import { readOperatorToken } from '../auth.js';
@@ -55,20 +56,33 @@ function table(rows: string[][]): string {
   return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ').trimEnd()).join('\n');
 }
 
+/** Lines of one error the status table shows under its server (the end of a long stderr tail is where the cause usually is). */
+const ERROR_LINES_SHOWN = 12;
+
+/** An error as lines: `code: message`, each line of a multi-line message (a server's stderr tail) kept, the last ones when there are many. */
+function errorLines(error: { code: string; message: string }): string[] {
+  const lines = `${error.code}: ${error.message}`.split('\n').map((line) => line.trimEnd()).filter((line) => line.length > 0);
+  if (lines.length <= ERROR_LINES_SHOWN) return lines;
+  return [lines[0]!, `… (${lines.length - ERROR_LINES_SHOWN} more lines; --json has them all)`, ...lines.slice(-(ERROR_LINES_SHOWN - 1))];
+}
+
 export function formatStatus(status: WorkspaceMcpStatus): string {
   const rows = [['SERVER', 'STATUS', 'MCP', 'ENTRIES', 'REFS', 'DETAIL']];
+  const below = (detail: string): string[] => ['', '', '', '', '', `  ${detail}`];
   for (const server of status.servers) {
     const refs = server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0);
-    const detail =
-      server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}${entry.health === undefined ? '' : ` ${entry.health}`}`).join(', ') ||
-      (server.lastError ? `${server.lastError.code}: ${server.lastError.message.split('\n')[0]}` : '-');
+    const entries = server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}${entry.health === undefined ? '' : ` ${entry.health}`}`).join(', ');
+    // A multi-line error (a server's stderr tail) is shown whole, under its row.
+    const [headline = '-', ...more] = entries !== '' ? [entries] : server.lastError ? errorLines(server.lastError) : [];
     const next = server.errorKind === 'auth_required' ? ` — run: mcpool auth ${server.name}` : '';
-    rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), detail + next]);
+    rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), headline + next]);
+    for (const line of more) rows.push(below(line));
+    if (server.configProblem) for (const line of errorLines(server.configProblem).map((l, i) => (i === 0 ? `config not applied (it runs its previous one): ${l}` : l))) rows.push(below(line));
   }
   const b = status.budget;
   const split = Object.entries(b.bySharing ?? {}).filter(([, count]) => count > 0).map(([policy, count]) => `${count} ${policy}`).join(', ');
-  const summary = `budget: ${b.liveCount}/${b.clientBudget} live (${b.budgetMode}, ${b.status})${split === '' ? '' : ` · ${split}`} · sessions: ${status.sessions} · ${status.ready ? 'ready' : 'warming up'}`;
   const l = status.limits;
+  const summary = `budget: ${b.liveCount}/${b.clientBudget} live (${b.budgetMode}, ${b.status})${split === '' ? '' : ` · ${split}`} · sessions: ${l.mcpSessions.open} /mcp, ${status.sessions} REST · ${status.ready ? 'ready' : 'warming up'}`;
   const limits = `limits: actors ${l.actors.live}/${l.actors.max} · /mcp sessions ${l.mcpSessions.open}/${l.mcpSessions.max} (${l.mcpSessions.perClient} per client) · sessions ${l.sessions.open} (${l.sessions.perClient} per client) · injected ${l.injectedServers.live} (${l.injectedServers.perRequest} per request, ${l.injectedServers.perClient} per client)`;
   return `${status.servers.length > 0 ? table(rows) : '(no servers)'}\n${summary}\n${limits}`;
 }
@@ -91,6 +105,9 @@ export function formatReload(result: ReloadResult): string {
   const list = (names: string[]): string => (names.length > 0 ? names.join(', ') : '-');
   const lines = [`reloaded ${result.source ?? '(built-in config)'}: added ${list(result.added)} · removed ${list(result.removed)} · changed ${list(result.changed)} · unchanged ${list(result.unchanged)}`];
   if (result.needsRestart.length > 0) lines.push(`these daemon settings apply only after a restart of the daemon: ${result.needsRestart.join(', ')}`);
+  for (const rejected of result.rejected ?? []) {
+    lines.push(`not applied: ${rejected.name}: ${rejected.code}: ${rejected.message} (${rejected.keptRunning ? 'it keeps running its previous config' : 'it is unavailable'})`);
+  }
   return lines.join('\n');
 }
 
@@ -124,6 +141,23 @@ export async function stopDaemon(client: ConnectedClient): Promise<{ stopped: bo
   return { stopped: false, waitedMs: Date.now() - started };
 }
 
+/** A `--port` value. @throws InvalidArgumentError (commander's) for anything but 0-65535. */
+export function port(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number (0-65535)');
+  return Number(value);
+}
+
+/**
+ * A duration as people write it: `500ms`, `90s`, `10m`, `2h`, or a number of seconds.
+ * @throws InvalidArgumentError (commander's) for anything else.
+ */
+export function durationMs(value: string): number {
+  const match = /^(\d{1,9})(ms|s|m|h)?$/.exec(value.trim());
+  if (match === null) throw new InvalidArgumentError('expected a duration such as 30s, 10m or 1h');
+  const scale = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Number(match[1]) * scale;
+}
+
 export function formatSessions(sessions: SessionInfo[], mcpSessions: WorkspaceSession[] = []): string {
   if (sessions.length === 0 && mcpSessions.length === 0) return '(no sessions)';
   const out: string[] = [];
@@ -136,11 +170,12 @@ export function formatSessions(sessions: SessionInfo[], mcpSessions: WorkspaceSe
     out.push(`${table(rows)}\n(* injected by the session)`);
   }
   if (mcpSessions.length > 0) {
-    const rows = [['/MCP SESSION', 'ERA', 'CLIENT', 'CREATED', 'LAST USED', 'ENDPOINT', 'SERVERS']];
+    const rows = [['/MCP SESSION', 'ERA', 'CLIENT', 'MCP CLIENT', 'CREATED', 'LAST USED', 'ENDPOINT', 'SERVERS']];
     for (const session of mcpSessions) {
       const servers = session.servers.map((server) => `${server.name}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
       const era = session.era === 'modern' ? `modern (${session.listens ?? 0} listen${session.listens === 1 ? '' : 's'})` : (session.era ?? 'legacy');
-      rows.push([session.id, era, session.client === undefined ? session.clientId : `${session.clientId} (${session.client.name} ${session.client.version})`, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
+      const mcpClient = session.client === undefined ? '-' : `${session.client.name} ${session.client.version}`;
+      rows.push([session.id, era, session.clientId, mcpClient, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
     }
     out.push(table(rows));
   }

@@ -1,18 +1,21 @@
 /**
- * The daemon's config: one JSONC document holding the servers (any format `parseServersDocument`
+ * The daemon's config: one JSONC document holding the servers (any format `parseServerEntries`
  * accepts: `mcpServers`, `servers`, `mcp.servers`) plus a `daemon` section for the daemon itself.
  * Precedence: defaults < the file's `daemon` section < `MCPOOL_*` environment variables < command
- * line flags. Loading is all-or-nothing: any problem throws one `ConfigError` naming the file, the
- * JSON path (or the variable) and what was expected, never echoing a value.
+ * line flags. A problem of the file itself (unreadable, not JSON, no servers map, a bad `daemon`
+ * setting) throws one `ConfigError` naming the file, the JSON path (or the variable) and what was
+ * expected, never echoing a value; a problem of one server entry (a bad field, an unset variable,
+ * a command that does not exist) makes that server unavailable and loads the rest.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { basename, dirname, resolve } from 'node:path';
-import { ConfigError, parseConfigText, parseServersDocument, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
+import { ConfigError, parseConfigText, parseServerEntries, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
 import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/address.js';
+import { vetServers, type UnavailableServer } from './serverAvailability.js';
 import { issuesFrom, type Issue } from './zodIssues.js';
 
 /** Where the config came from. */
@@ -162,7 +165,15 @@ export interface ActorHeartbeatSettings {
 /** A loaded config: servers, settings, and where they came from. */
 export interface LoadedConfig {
   source: ConfigSource;
+  /** The servers that can run. */
   servers: Record<string, ServerConfig>;
+  /** The servers of the file that cannot run, with why (each is one server's problem: the rest run). */
+  unavailable: Record<string, UnavailableServer>;
+  /**
+   * After a reload: servers whose entry in the file cannot run while their last good config
+   * (in `servers`) keeps running, with why the new entry was not applied.
+   */
+  kept?: Record<string, UnavailableServer>;
   settings: DaemonSettings;
   warnings: ConfigWarning[];
   /** SHA-256 of the file's text (of the built-in document for `builtin`), to skip no-op reloads. */
@@ -424,9 +435,11 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 
 /**
  * Loads the config from `source`: reads and parses the file (or the built-in document), checks
- * the servers and the daemon section, applies env overrides and flags.
+ * the servers and the daemon section, applies env overrides and flags. Each server entry is
+ * checked on its own, its command looked up as spawning it would: one that cannot run is in
+ * `unavailable` with its reason.
  *
- * @throws ConfigError for an unreadable file, invalid JSON, a bad server entry or daemon setting.
+ * @throws ConfigError for an unreadable file, invalid JSON, no servers map or a bad daemon setting.
  */
 export async function loadConfig(source: ConfigSource, env: Record<string, string | undefined>, overrides: SettingsOverrides = {}): Promise<LoadedConfig> {
   let text: string;
@@ -455,12 +468,13 @@ export async function loadConfig(source: ConfigSource, env: Record<string, strin
     }
   };
   const settings = collect(() => resolveSettings(doc, env, overrides, file));
-  const parsed = collect(() => parseServersDocument(doc, { env, ...(file === undefined ? {} : { file, variables: { workspaceFolder: workspaceFolderOf(file) } }) }));
+  const parsed = collect(() => parseServerEntries(doc, { env, ...(file === undefined ? {} : { file, variables: { workspaceFolder: workspaceFolderOf(file) } }) }));
   if (settings === undefined || parsed === undefined) throw new ConfigError(problems, file);
+  const { servers, unavailable } = vetServers(parsed);
   const warnings = [...parsed.warnings];
   const daemonRaw = typeof doc === 'object' && doc !== null ? (doc as { daemon?: unknown }).daemon : undefined;
   if (typeof daemonRaw === 'object' && daemonRaw !== null && Object.hasOwn(daemonRaw, 'statusPollMs')) {
     warnings.push({ path: 'daemon.statusPollMs', message: 'has no effect any more (lifecycle events come from the pool); remove it' });
   }
-  return { source, servers: parsed.servers, settings, warnings, digest: createHash('sha256').update(text).digest('hex') };
+  return { source, servers, unavailable, settings, warnings, digest: createHash('sha256').update(text).digest('hex') };
 }

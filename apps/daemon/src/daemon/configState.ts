@@ -12,6 +12,7 @@ import { fingerprint } from '@mcpool/protocol';
 import type { ReloadResult } from '@mcpool/client';
 import { OPERATOR_ID, clientPrincipals, type TokenRegistry } from '../auth.js';
 import type { DaemonSettings, LoadedConfig } from '../config/daemonConfig.js';
+import type { UnavailableServer } from '../config/serverAvailability.js';
 import type { SecretRedactor } from '../secrets.js';
 
 /** Daemon settings a reload applies at once; any other change needs a daemon restart. */
@@ -49,7 +50,7 @@ export class ConfigState {
     this.#operatorToken = options.operatorToken;
     this.#env = options.env;
     this.#logger = options.logger;
-    for (const config of Object.values(this.#config.servers)) this.#redactor.addServerConfig(config);
+    for (const config of configsOf(this.#config)) this.#redactor.addServerConfig(config);
     this.#redactor.add(this.#operatorToken);
     this.#applyClients();
   }
@@ -67,17 +68,29 @@ export class ConfigState {
     return Object.hasOwn(this.#config.servers, name) ? this.#config.servers[name] : undefined;
   }
 
-  /** What `next` would change, without applying it. */
+  /** Why the configured server `name` cannot run, when it cannot. */
+  unavailable(name: string): UnavailableServer | undefined {
+    return Object.hasOwn(this.#config.unavailable, name) ? this.#config.unavailable[name] : undefined;
+  }
+
+  /** An unavailable server can run now (its command was found): from here on it is configured as `config`. */
+  makeAvailable(name: string, config: ServerConfig): void {
+    const { [name]: _found, ...unavailable } = this.#config.unavailable;
+    this.#redactor.addServerConfig(config);
+    this.#config = { ...this.#config, servers: { ...this.#config.servers, [name]: config }, unavailable };
+  }
+
+  /** What `next` would change, without applying it (`rejected`: the servers of `next` that cannot run and were not merged in). */
   changeTo(next: LoadedConfig): ConfigChange {
     const needsRestart = (Object.keys(next.settings) as (keyof DaemonSettings)[]).filter(
       (key) => !(LIVE_SETTINGS as readonly string[]).includes(key) && !isDeepStrictEqual(this.#settings[key], next.settings[key]),
     );
-    return { source: next.source.kind === 'file' ? next.source.path : null, ...diffServers(this.#config.servers, next.servers), needsRestart };
+    return { source: next.source.kind === 'file' ? next.source.path : null, ...diffServers(this.#config.servers, next.servers), needsRestart, rejected: [] };
   }
 
   /** Runs with `next` from now on: its servers for new acquires, its live settings, its client tokens. */
   adopt(next: LoadedConfig): void {
-    for (const config of Object.values(next.servers)) this.#redactor.addServerConfig(config);
+    for (const config of configsOf(next)) this.#redactor.addServerConfig(config);
     this.#config = next;
     this.#settings = { ...this.#settings, ...Object.fromEntries(LIVE_SETTINGS.map((key) => [key, next.settings[key]])) };
     this.#applyClients();
@@ -91,6 +104,12 @@ export class ConfigState {
     for (const entry of entries) this.#redactor.add(entry.token);
     this.#tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['read', 'write'] }, ...entries]);
   }
+}
+
+/** Every parsed server config of a loaded config: those that run, and unavailable ones whose entry parsed (their secrets are known too). */
+function configsOf(config: Readonly<LoadedConfig>): ServerConfig[] {
+  const parsed = Object.values(config.unavailable).flatMap((problem) => (problem.config === undefined ? [] : [problem.config]));
+  return [...Object.values(config.servers), ...parsed];
 }
 
 /** What changed between two server maps, by fingerprint (which never leaves the daemon). */

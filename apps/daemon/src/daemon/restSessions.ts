@@ -109,6 +109,17 @@ export class RestSessions {
     this.#stopReaper = this.#clock.every(Math.max(20, Math.min(60_000, Math.floor(ttl / 4))), () => this.reapIdle());
   }
 
+  /**
+   * Ends the sessions `principal` may end (the operator any, a client its own) with no call under
+   * way and none for `idleForMs` (`mcpool sessions --close-idle`); resolves with their ids.
+   */
+  async closeIdle(principal: Principal, idleForMs: number): Promise<string[]> {
+    const now = this.#clock.now();
+    const idle = [...this.#sessions.values()].filter((session) => (session.clientId === principal.id || principal.id === OPERATOR_ID) && !session.opening && session.calls === 0 && now - session.lastActivityAt >= idleForMs);
+    await Promise.all(idle.map((session) => this.#close(session, `idle, ended by ${principal.id}`)));
+    return idle.map((session) => session.id);
+  }
+
   /** Closes every session idle (no call under way, none since) for longer than `mcpSessionTtlMs`. */
   reapIdle(): void {
     const ttl = this.#config.settings.mcpSessionTtlMs;

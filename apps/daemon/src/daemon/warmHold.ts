@@ -51,7 +51,7 @@ export class WarmHold {
 
   /** Readiness of the current config (see `readiness.ts`). */
   readiness(): ReadyResponse {
-    return readiness(Object.keys(this.#config.config.servers), (name) => this.#state.get(name), this.#begun);
+    return readiness(Object.keys(this.#config.config.servers), (name) => this.#state.get(name), this.#begun, Object.keys(this.#config.config.unavailable).length);
   }
 
   /** Why the last warm start of `name` failed, while it stands. */

@@ -1,7 +1,9 @@
 /**
  * `GET /workspace/mcp`: the pool's snapshot seen through the config. Every configured server is
- * listed, running or not, with the error of its last failed start while it stands; every running
- * one too, configured or injected. It never holds a fingerprint, an env value or a header.
+ * listed, running or not, with the error of its last failed start while it stands (an
+ * `unavailable` one with why it cannot run; a running one whose new entry a reload could not
+ * apply with that `configProblem`); every running one too, configured or injected. It never holds
+ * a fingerprint, an env value or a header.
  */
 import type { PoolSnapshot } from '@mcpool/core';
 import type { WorkspaceMcpServer, WorkspaceMcpStatus } from '@mcpool/client';
@@ -23,24 +25,30 @@ export interface WorkspaceFigures {
 export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
   const { snapshot, settings } = figures;
   const configured = figures.config.servers;
-  const names = [...new Set([...Object.keys(configured), ...Object.keys(snapshot.servers)])].sort();
+  const { unavailable, kept = {} } = figures.config;
+  const names = [...new Set([...Object.keys(configured), ...Object.keys(unavailable), ...Object.keys(snapshot.servers)])].sort();
   const servers = names.map((name): WorkspaceMcpServer => {
     const live = snapshot.servers[name];
     const config = configured[name];
+    const cannotRun = Object.hasOwn(unavailable, name) ? unavailable[name] : undefined;
+    const configProblem = Object.hasOwn(kept, name) ? kept[name] : undefined;
     const backoff = live?.spawnBackoff;
-    const lastError = figures.warmError(name) ?? (backoff === undefined ? undefined : { code: backoff.lastError.code, message: backoff.lastError.message });
+    const lastError =
+      (cannotRun && { code: cannotRun.code, message: cannotRun.message }) ?? figures.warmError(name) ?? (backoff === undefined ? undefined : { code: backoff.lastError.code, message: backoff.lastError.message });
     const common = {
       kind: 'mcp_server' as const,
       name,
-      configured: config !== undefined,
-      ...(config ? { transport: config.transport } : {}),
+      configured: config !== undefined || cannotRun !== undefined,
+      ...(config ? { transport: config.transport } : cannotRun?.config ? { transport: cannotRun.config.transport } : {}),
       ...(lastError ? { lastError: { ...lastError } } : {}),
+      ...(configProblem ? { configProblem: { code: configProblem.code, message: configProblem.message } } : {}),
       ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
     };
-    if (live === undefined) return { ...common, status: lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
+    if (live === undefined) return { ...common, status: cannotRun ? 'unavailable' : lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
     return {
       ...common,
-      status: live.status,
+      // Entries of an older config may still drain; the configured server itself cannot run.
+      status: cannotRun ? 'unavailable' : live.status,
       ...(live.status === 'auth_required' ? { errorKind: 'auth_required' as const } : {}),
       mcpStatus: live.mcpStatus === 'CONNECTED' ? 'connected' : live.mcpStatus === 'CONNECTING' ? 'connecting' : 'disconnected',
       entryCount: live.entryCount,

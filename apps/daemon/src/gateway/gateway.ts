@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest, type InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
-import { ErrorCode, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverForbidden, serverUnavailable, shuttingDown, type PoolError } from '@mcpool/protocol';
+import { ErrorCode, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverForbidden, serverNotRunnable, serverUnavailable, shuttingDown, type PoolError } from '@mcpool/protocol';
 import { LegacySessions, ModernRouter, RpcCode, classifyEra, refusalBody, rpcErrorBody, writeModernAnswer, type LegacyOperation, type LegacySession, type ModernAnswer } from '@mcpool/gateway';
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
@@ -27,6 +27,7 @@ import type { SecretRedactor } from '../secrets.js';
 import type { ServerFailure, ServerOperation } from '../telemetry/serverTelemetry.js';
 import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
 import { SESSION_LABEL_HEADER, sessionLabelOf } from '../local/sessionLabel.js';
+import { isIdle, leastRecentlyUsedIdle } from './idleSessions.js';
 
 export interface GatewayOptions {
   daemon: Daemon;
@@ -48,7 +49,7 @@ export interface GatewaySessionInfo {
   scope?: string;
   /** Legacy only: the client's own name for the session (its `Mcpool-Session-Label` header). */
   label?: string;
-  /** Legacy only: the name and version the client gave in `initialize`. */
+  /** The MCP client, as it named itself (`clientInfo` of its `initialize`, or of its requests' `_meta`). */
   client?: { name: string; version: string };
   createdAt: string;
   lastActivityAt: string;
@@ -108,6 +109,7 @@ export class Gateway {
   /** Modern answers being written (streams included): each ends with the gateway. */
   readonly #modernResponses = new Set<ServerResponse>();
   readonly #offAuth: () => void;
+  readonly #offAdded: () => void;
 
   constructor(options: GatewayOptions) {
     this.#daemon = options.daemon;
@@ -154,6 +156,11 @@ export class Gateway {
     this.#offAuth = this.#daemon.onServerAuthorized((name) => {
       for (const session of this.#sessions.values()) session.retryServer(name);
     });
+    // A server a reload added (or a fixed one) joins the open sessions, which get list_changed.
+    this.#offAdded = this.#daemon.onServersAdded((names) => {
+      for (const session of this.#sessions.values()) for (const name of names) session.addServer(name);
+      this.#modern.serversChanged();
+    });
   }
 
   /** For the security hook: the principal of a token-less `/mcp` request, in the test mode only. */
@@ -193,6 +200,7 @@ export class Gateway {
       active: hold.active + hold.listens,
       servers: hold.servers,
       listens: hold.listens,
+      ...(hold.clientInfo === undefined ? {} : { client: hold.clientInfo }),
     }));
     return [...legacy, ...modern];
   }
@@ -215,6 +223,20 @@ export class Gateway {
     this.#logger.debug({ sessionId: id, client: session.principal, by: principal.id }, 'gateway session closed through the REST API');
     await session.close('closed through the REST API');
     return true;
+  }
+
+  /**
+   * Ends the legacy sessions `principal` may end (the operator any, a client its own) that are
+   * idle — nothing in flight, no GET stream open — for at least `idleForMs`. Their clients get 404
+   * on their next request and initialize again. Modern holds need no such thing: a hold with no
+   * listen open is released by itself once idle. Resolves with the ids ended.
+   */
+  async closeIdle(principal: Principal, idleForMs: number): Promise<string[]> {
+    const now = Date.now();
+    const idle = [...this.#sessions.values()].filter((session) => (principal.id === OPERATOR_ID || session.principalId === principal.id) && isIdle(session, now, idleForMs));
+    await Promise.all(idle.map((session) => session.close('closed as idle through the REST API')));
+    if (idle.length > 0) this.#logger.info({ by: principal.id, closed: idle.length, idleForMs }, `ended ${idle.length} idle /mcp session(s)`);
+    return idle.map((session) => session.id);
   }
 
   /** Open sessions per client, legacy sessions and modern listen streams (for `/metrics`). */
@@ -250,7 +272,7 @@ export class Gateway {
     const ttl = this.#daemon.settings.mcpSessionTtlMs;
     const now = Date.now();
     for (const session of [...this.#sessions.values()]) {
-      if (session.active === 0 && now - session.lastSeen > ttl) void session.close('idle');
+      if (isIdle(session, now, ttl)) void session.close('idle');
     }
   }
 
@@ -261,6 +283,7 @@ export class Gateway {
     await this.#modern.close();
     for (const res of this.#modernResponses) res.end();
     this.#offAuth();
+    this.#offAdded();
     await Promise.all([...this.#sessions.values()].map((session) => session.close('daemon shutting down')));
   }
 
@@ -340,6 +363,11 @@ export class Gateway {
   /** `/mcp/<server>` of a server that is not configured (404) or not this client's (403): answered, true. */
   #scopeRefused(reply: FastifyReply, scope: string | undefined, access: GatewayAccess): boolean {
     if (scope === undefined) return false;
+    const unavailable = Object.hasOwn(this.#daemon.config.unavailable, scope) ? this.#daemon.config.unavailable[scope] : undefined;
+    if (unavailable !== undefined && !Object.hasOwn(this.#daemon.config.servers, scope)) {
+      void this.#refuse(reply, serverNotRunnable(scope, unavailable));
+      return true;
+    }
     if (!Object.hasOwn(this.#daemon.config.servers, scope)) {
       void this.#refuse(reply, noSuchServer(scope));
       return true;
@@ -410,12 +438,18 @@ export class Gateway {
   #admission(principalId: string): { code: ErrorCode; message: string } | undefined {
     const settings = this.#daemon.settings;
     const mine = this.#sessionsOf(principalId) + (this.#opening.get(principalId) ?? 0);
-    if (mine >= settings.mcpMaxSessionsPerClient) {
+    // At its cap, a client's least recently used idle session makes room (its client re-initializes on 404).
+    const evicted = mine >= settings.mcpMaxSessionsPerClient ? leastRecentlyUsedIdle(this.#sessions.values(), principalId, Date.now()) : undefined;
+    if (evicted !== undefined) {
+      void evicted.close('evicted: its client was at its session cap and this was its least recently used idle session');
+      this.#daemon.metrics.evictions.inc();
+      this.#logger.info({ client: principalId, sessionId: evicted.id, idleMs: Date.now() - evicted.lastSeen, max: settings.mcpMaxSessionsPerClient }, 'ended the least recently used idle /mcp session of a client at its cap, to admit a new one');
+    } else if (mine >= settings.mcpMaxSessionsPerClient) {
       this.#daemon.refused('mcp_sessions_per_client');
       this.#logger.warn({ client: principalId, open: mine, max: settings.mcpMaxSessionsPerClient }, 'gateway session refused: the client has its share of sessions');
       return {
         code: ErrorCode.CLIENT_LIMIT_REACHED,
-        message: `client ${principalId} has ${mine} open MCP sessions and listen streams, its limit (daemon.mcpMaxSessionsPerClient ${settings.mcpMaxSessionsPerClient}); close some (DELETE) or wait for idle ones to expire`,
+        message: `client ${principalId} has ${mine} open MCP sessions and listen streams, its limit (daemon.mcpMaxSessionsPerClient ${settings.mcpMaxSessionsPerClient}), and none is idle to make room; close some (DELETE)`,
       };
     }
     if (this.size + this.#openingTotal >= settings.mcpMaxSessions) {

@@ -338,7 +338,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   let document: Record<string, unknown> | undefined;
-  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop, { list: () => gateway.list(), close: (principal, id) => gateway.closeSession(principal, id) });
+  const table = routes(daemon, redactor, () => (document ??= buildOpenApi(table, daemon.version)), stop, { list: () => gateway.list(), close: (principal, id) => gateway.closeSession(principal, id), closeIdle: (principal, idleForMs) => gateway.closeIdle(principal, idleForMs) });
   for (const route of table) {
     app.route({ method: route.method, url: route.url, config: { right: route.right, ...(route.public ? { public: true } : {}) }, handler: route.handler });
   }
@@ -349,5 +349,5 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /** The documented routes (for tests comparing them with what fastify registered). */
 export function routeTable(daemon: Daemon, redactor: SecretRedactor): RouteDoc[] {
-  return routes(daemon, redactor, () => ({}), () => undefined, { list: () => [], close: () => Promise.resolve(false) }).map(({ handler: _handler, ...doc }) => doc);
+  return routes(daemon, redactor, () => ({}), () => undefined, { list: () => [], close: () => Promise.resolve(false), closeIdle: () => Promise.resolve([]) }).map(({ handler: _handler, ...doc }) => doc);
 }

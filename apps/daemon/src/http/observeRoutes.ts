@@ -29,7 +29,7 @@ export const workspaceSessionsSchema = z.object({
       label: z.string().optional(),
       /** `/mcp/<server>` sessions: that server. */
       scope: z.string().optional(),
-      /** Legacy `/mcp` sessions: the name and version the client gave in `initialize`. */
+      /** `/mcp` only: the MCP client, as it named itself (`clientInfo`), beside the token's `clientId`. */
       client: z.object({ name: z.string(), version: z.string() }).strict().optional(),
       /**
        * `/mcp` only. `legacy`: a 2025-11-25 session (`Mcp-Session-Id`); `modern`: the views held
@@ -60,6 +60,13 @@ export const workspaceStatsSchema = z.object({
   ),
 }).strict();
 
+/** A week: longer than any session lives without a request (`daemon.mcpSessionTtlMs` is at most that). */
+const MAX_IDLE_FOR_MS = 7 * 24 * 3600 * 1000;
+
+export const closeIdleBody = z.object({ idleForMs: z.number().int().min(0).max(MAX_IDLE_FOR_MS).optional() }).strict();
+
+export const closeIdleSchema = z.object({ closed: z.array(z.object({ kind: z.enum(['rest', 'mcp']), id: z.string() }).strict()) }).strict();
+
 export const stderrQuery = z.object({ lines: z.string().regex(/^\d+$/, 'must be a whole number').optional() }).strict();
 
 export const stderrTailSchema = z.object({
@@ -79,6 +86,8 @@ export interface McpSessionsAccess {
   list(): GatewaySessionInfo[];
   /** Ends one for `principal`; false when it has no such session. */
   close(principal: Principal, id: string): Promise<boolean>;
+  /** Ends those of `principal` (the operator: all) idle for `idleForMs`; resolves with their ids. */
+  closeIdle(principal: Principal, idleForMs: number): Promise<string[]>;
 }
 
 export function workspaceSessions(daemon: Daemon, mcpSessions: () => GatewaySessionInfo[]): WorkspaceSessions {
@@ -131,6 +140,21 @@ export function observeRoutes(daemon: Daemon, mcp: McpSessionsAccess): ObserveRo
         if (daemon.sessions.has(principal, id)) await daemon.sessions.delete(principal, id);
         else if (!(await mcp.close(principal, id))) throw new HttpError(DaemonErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
         return reply.code(204).send();
+      },
+    },
+    {
+      method: 'POST',
+      url: '/workspace/sessions/close-idle',
+      summary: 'End in one go every session (REST and `/mcp`) with nothing in flight — no call, no open stream — and no request for `idleForMs` (default 0): the operator any, a client its own. `/mcp` clients get 404 on their next request and initialize again',
+      right: 'write',
+      body: closeIdleBody,
+      responses: { 200: { description: 'The sessions ended', schema: closeIdleSchema } },
+      errors: [400],
+      handler: async (request) => {
+        const { idleForMs = 0 } = parseInput(closeIdleBody, request.body ?? {}, 'body');
+        const principal = request.principal!;
+        const [rest, mcpIds] = await Promise.all([daemon.sessions.closeIdle(principal, idleForMs), mcp.closeIdle(principal, idleForMs)]);
+        return { closed: [...rest.map((id) => ({ kind: 'rest' as const, id })), ...mcpIds.map((id) => ({ kind: 'mcp' as const, id }))] };
       },
     },
     {

@@ -63,7 +63,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
 
 // --- Responses ----------------------------------------------------------------------------------
 
-const serverStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed', 'auth_required']);
+const serverStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed', 'auth_required', 'unavailable']);
 const budgetMode = z.enum(['enforce', 'warn', 'off']);
 const sharingPolicy = z.enum(['shared', 'per-principal', 'per-session']);
 const plainError = z.object({ code: z.string(), message: z.string() });
@@ -87,6 +87,7 @@ export const workspaceMcpSchema = z.object({
       configured: z.boolean(),
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
       lastError: plainError.optional(),
+      configProblem: plainError.optional(),
       retryAt: z.string().optional(),
     }).strict(),
   ),
@@ -124,6 +125,7 @@ export const reloadResultSchema = z.object({
   changed: z.array(z.string()),
   unchanged: z.array(z.string()),
   needsRestart: z.array(z.string()),
+  rejected: z.array(z.object({ name: z.string(), code: z.string(), message: z.string(), keptRunning: z.boolean() }).strict()),
 }).strict();
 
 export const sessionInfoSchema = z.object({
@@ -149,7 +151,7 @@ export const capabilitiesSchema = z.object({ version: z.string(), capabilities: 
 /** `POST /workspace/shutdown`: the stop has begun; it ends within `timeoutMs` (daemon.shutdownTimeoutMs). */
 export const shutdownResponseSchema = z.object({ stopping: z.literal(true), timeoutMs: z.number().int() }).strict();
 export const healthSchema = z.object({ status: z.literal('ok'), uptimeMs: z.number() }).strict();
-export const readySchema = z.object({ ready: z.boolean(), servers: z.object({ total: z.number().int(), ready: z.number().int(), failed: z.number().int() }).strict() });
+export const readySchema = z.object({ ready: z.boolean(), servers: z.object({ total: z.number().int(), ready: z.number().int(), failed: z.number().int(), unavailable: z.number().int() }).strict() });
 
 // --- Compile-time agreement with @mcpool/client --------------------------------------------------
 

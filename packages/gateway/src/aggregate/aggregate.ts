@@ -90,7 +90,7 @@ export class Aggregate {
   readonly scope: string | undefined;
   readonly #options: AggregateOptions;
   readonly #slots = new Map<string, Slot>();
-  readonly #fixed: ReadonlySet<string> | undefined;
+  readonly #fixed: Set<string> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: AggregateOptions) {
@@ -173,6 +173,18 @@ export class Aggregate {
   retry(name: string): void {
     const slot = this.#slots.get(name);
     if (slot !== undefined && slot.view === undefined && !this.closed) void this.#acquire(slot);
+  }
+
+  /**
+   * A server that became available while the caller is here (a reload added or fixed it) joins
+   * when `access` allows it: acquired now, announced with `listChanged` once ready. A server's own
+   * endpoint keeps its one server.
+   */
+  add(name: string, access: GatewayAccess): void {
+    if (this.closed || this.scope !== undefined || !access.servers.has(name)) return;
+    this.#fixed?.add(name);
+    const slot = this.#slot(name);
+    if (slot.view === undefined) void this.#acquire(slot);
   }
 
   /** Servers being acquired now (they join when ready). */

@@ -280,6 +280,11 @@ export class LegacySession {
     this.#aggregate.retry(name);
   }
 
+  /** A server that became available while this session is open joins it when its client may use it. */
+  addServer(name: string): void {
+    this.#aggregate.add(name, this.#init.access());
+  }
+
   /** Closes the wire (its streams end) and releases the pool session. Idempotent. */
   close(reason: string): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;

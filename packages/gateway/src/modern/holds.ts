@@ -28,6 +28,8 @@ export interface ModernHoldInfo {
   /** Open `subscriptions/listen` streams. */
   listens: number;
   servers: { name: string; status: ConnectionStatus | 'connecting' | 'failed' }[];
+  /** The MCP client its first request named (`_meta` client info), when it named one. */
+  clientInfo?: { name: string; version: string } | undefined;
 }
 
 export interface HoldsOptions {
@@ -55,7 +57,7 @@ export class Hold {
     readonly key: string,
     readonly principal: string,
     readonly scope: string | undefined,
-    client: ViewClientInfo | undefined,
+    readonly client: ViewClientInfo | undefined,
     options: HoldsOptions,
     onIdle: (hold: Hold) => void,
   ) {
@@ -129,6 +131,11 @@ export class Holds {
     this.#idle(hold);
   }
 
+  /** The host's servers changed: every open listen is told its lists changed (the next list acquires what the caller may now use). */
+  serversChanged(): void {
+    for (const hold of this.#holds.values()) for (const kind of LIST_KINDS) hold.listens.listChanged(kind);
+  }
+
   info(): ModernHoldInfo[] {
     return [...this.#holds.values()].map((hold) => ({
       id: hold.id,
@@ -138,6 +145,7 @@ export class Holds {
       lastActivityAt: hold.lastSeen,
       active: hold.users,
       listens: hold.listens.size,
+      ...(hold.client?.clientInfo === undefined ? {} : { clientInfo: { name: hold.client.clientInfo.name, version: hold.client.clientInfo.version } }),
       servers: hold.aggregate.states().map(({ name, status }) => ({ name, status })),
     }));
   }

@@ -127,6 +127,14 @@ export class ModernRouter {
     return this.#holds.listens(principal);
   }
 
+  /**
+   * The host's servers changed (a reload added one, or one that could not run can now): every open
+   * listen is told its lists changed; the next list acquires what the caller may now use.
+   */
+  serversChanged(): void {
+    this.#holds.serversChanged();
+  }
+
   /** The held (principal, endpoint)s, oldest first. */
   holds(): ModernHoldInfo[] {
     return this.#holds.info();
