@@ -1,9 +1,10 @@
 /**
  * Who may call the daemon: the operator token (created 0600 in the state directory on first run,
- * or `MCPOOL_TOKEN`), plus the `clients` of the config, each with its own token from an
- * environment variable and its rights. Tokens are compared in constant time (no timing leak).
+ * or `MCPOOL_TOKEN`), the operator's MCP token derived from it, plus the `clients` of the config,
+ * each with its own token from an environment variable and its rights. Tokens are compared in
+ * constant time (no timing leak).
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '@mcpool/protocol';
@@ -77,6 +78,19 @@ export async function ensureOperatorToken(stateDir: string, env: Record<string, 
     if (error instanceof ConfigError) throw error;
     throw tokenFileError(path, error);
   }
+}
+
+/**
+ * The operator's MCP token: what an MCP client that keeps its secrets itself (VS Code's
+ * `${input:…}` prompt stores the answer in its secret storage) sends on `/mcp`. It is the
+ * operator's principal (so a per-principal server's process is the one its other clients share)
+ * with the `read` right only: it lists and calls the configured servers but cannot inject a
+ * server, restart, reload or stop anything, so it never starts a command of its own. Derived
+ * (HMAC-SHA256 of a fixed label, keyed by the operator token): nothing more to store, and it
+ * changes when the operator token does. `mcpool token` prints it.
+ */
+export function operatorMcpToken(operatorToken: string): string {
+  return `mcp_${createHmac('sha256', operatorToken).update('mcpool /mcp client token, read right only').digest('base64url')}`;
 }
 
 function tokenFileError(path: string, error: unknown): ConfigError {

@@ -1,6 +1,6 @@
 /**
  * The `mcpool` command line (commander): `serve`, `status`, `restart`, `auth`, `reload`, `stop`,
- * `sessions`, `config check`, `bridge`, `import`, `service`, `logs`, `ui`. `main` returns the exit
+ * `sessions`, `config check`, `bridge`, `import`, `service`, `logs`, `ui`, `token`. `main` returns the exit
  * code instead of exiting, so tests can run it in process. A command that did not do what was
  * asked exits non-zero.
  */
@@ -13,6 +13,7 @@ import { registerConfigCheckCommand } from './commands/configCheck.js';
 import { registerImportCommand } from './commands/importCommand.js';
 import { registerLogsCommand } from './commands/logsCommand.js';
 import { registerServiceCommand } from './commands/serviceCommand.js';
+import { registerTokenCommand } from './commands/tokenCommand.js';
 import { registerUiCommand } from './commands/uiCommand.js';
 import { connect, durationMs, port, formatReload, formatRestart, formatSessions, formatStatus, restartFailed, stopDaemon, UsageError, type CommandIo } from './commands/clientCommands.js';
 import type { LogLevel } from './config/daemonConfig.js';
@@ -163,6 +164,7 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
   registerServiceCommand(program, io, (code) => (exitCode = code));
   registerLogsCommand(program, io, (code) => (exitCode = code));
   registerUiCommand(program, io, (code) => (exitCode = code));
+  registerTokenCommand(program, io);
 
   try {
     await program.parseAsync([...argv]);

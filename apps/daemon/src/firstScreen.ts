@@ -5,7 +5,10 @@
  * log does not get a banner at every start.
  *
  * The token itself is never printed, on a terminal or in a log: the screen names where it is (the
- * token file, or `$MCPOOL_TOKEN`) and gives commands that read it there, `$(cat <file>)`.
+ * token file, or `$MCPOOL_TOKEN`) and gives commands that read it there, `$(cat <file>)`. No setup
+ * it suggests writes a token into a client's file: Claude Code and stdio clients run the bridge
+ * (it reads the token file itself); VS Code asks for the read-only MCP token (`mcpool token`) once
+ * and keeps it in its secret storage.
  */
 import { basename, dirname } from 'node:path';
 import { BIN_PATH } from './config/paths.js';
@@ -61,11 +64,12 @@ export function firstScreen(info: FirstScreenInfo): string {
   // VS Code keeps the token out of the file: `${input:…}` asks for it once and stores it encrypted.
   const vscode = [
     '{',
-    `  "inputs": [{ "type": "promptString", "id": "mcpool-token", "description": "mcpool token", "password": true }],`,
+    `  "inputs": [{ "type": "promptString", "id": "mcpool-token", "description": "mcpool /mcp token (${command} token prints it)", "password": true }],`,
     `  "servers": { "mcpool": { "type": "http", "url": ${j(mcp)}, "headers": { "Authorization": "Bearer \${input:mcpool-token}" } } }`,
     '}',
   ].join('\n');
-  const bridge = `{ "mcpServers": { "mcpool": { "command": ${j(info.node ?? process.execPath)}, "args": ${j([info.bin ?? BIN_PATH, 'bridge', '--url', mcp])} } } }`;
+  const bridgeArgv = [info.node ?? process.execPath, info.bin ?? BIN_PATH, 'bridge', '--url', mcp];
+  const bridge = `{ "mcpServers": { "mcpool": { "command": ${j(bridgeArgv[0])}, "args": ${j(bridgeArgv.slice(1))} } } }`;
   const indent = (text: string) => text.replace(/^/gm, '    ');
   return [
     '',
@@ -75,10 +79,12 @@ export function firstScreen(info: FirstScreenInfo): string {
     `  Header        Authorization: Bearer <${where(info.token)}>`,
     `  Dashboard     ${ui}`,
     '',
-    '  Claude Code:',
-    indent(`claude mcp add --transport http mcpool ${mcp} --header "${header}"`),
+    '  Claude Code (through the bridge: no token in ~/.claude.json):',
+    indent(`claude mcp add mcpool -- ${bridgeArgv.map(shellWord).join(' ')}`),
     '',
-    `  VS Code, in .vscode/mcp.json (it asks for the token once: paste what \`${info.token === 'env' ? 'echo $MCPOOL_TOKEN' : `cat ${shellWord(info.token.file)}`}\` prints):`,
+    `  curl, or any client given a header: ${header}`,
+    '',
+    `  VS Code, in .vscode/mcp.json (it asks for a token once and keeps it in its secret storage: paste what \`${command} token\` prints, a token that cannot start commands):`,
     indent(vscode),
     '',
     `  A stdio-only client (Claude Desktop, or any mcpServers config), as its server command${info.token === 'env' ? ' (give it MCPOOL_TOKEN in its env)' : ' (the bridge reads the token file itself)'}:`,

@@ -26,7 +26,10 @@ export type { ResolvedTelemetry, Telemetry, TelemetryExporters } from './telemet
 export { discoverConfig } from './config/discovery.js';
 export { DEMO_SERVER_PATH, builtinConfigDocument } from './config/defaultConfig.js';
 export { BIN_PATH, DAEMON_LOG_FILE, defaultStateDir, userConfigFile } from './config/paths.js';
-export { MIN_TOKEN_LENGTH, OPERATOR_ID, TOKEN_FILE, TokenRegistry, ensureOperatorToken } from './auth.js';
+export { canonicalCommand, resolveCommand } from './config/commandPath.js';
+export type { CommandLookup, CommandResolution } from './config/commandPath.js';
+export type { UnavailableServer } from './config/serverAvailability.js';
+export { MIN_TOKEN_LENGTH, OPERATOR_ID, TOKEN_FILE, TokenRegistry, ensureOperatorToken, operatorMcpToken } from './auth.js';
 export type { Principal } from './auth.js';
 export { EventHub } from './events.js';
 export { createLogger, REDACT_PATHS } from './logger.js';
@@ -47,7 +50,7 @@ export {
   toolCallResponseSchema,
   workspaceMcpSchema,
 } from './http/schemas.js';
-export { STDERR_TAIL_DEFAULT_LINES, stderrTailSchema, workspaceSessionsSchema, workspaceStatsSchema } from './http/observeRoutes.js';
+export { STDERR_TAIL_DEFAULT_LINES, closeIdleSchema, stderrTailSchema, workspaceSessionsSchema, workspaceStatsSchema } from './http/observeRoutes.js';
 export type { WorkspaceSessions } from './http/observeRoutes.js';
 export type { ServerCallStats } from './metrics.js';
 export type { GatewaySessionInfo } from './gateway/gateway.js';

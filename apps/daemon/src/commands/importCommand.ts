@@ -4,17 +4,18 @@
  * backup of every file it touches (`--undo` puts them back byte for byte). `--dry-run` prints
  * the diff of every file it would write and writes nothing.
  */
+import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { createTwoFilesPatch } from 'diff';
-import { readOperatorToken } from '../auth.js';
+import { resolveCommand } from '../config/commandPath.js';
 import { BIN_PATH, defaultStateDir, userConfigFile } from '../config/paths.js';
 import { applyChanges, undoLastImport } from '../import/backup.js';
 import { planImport, type ImportPlan, type PoolAddress } from '../import/plan.js';
 import { CLIENT_IDS, readClientFiles, type ClientId, type ServersLocation } from '../import/sources.js';
-import { daemonUrl, type CommandIo } from './clientCommands.js';
+import { daemonUrl, port, UsageError, type CommandIo } from './clientCommands.js';
 
 export interface ImportOptions {
   from?: ClientId[];
@@ -23,10 +24,43 @@ export interface ImportOptions {
   rewrite?: boolean;
   dryRun?: boolean;
   undo?: boolean;
+  /** `--url`: the daemon the rewritten clients use. @default the host and port of the config imported into */
+  url?: string;
+  /** `--port`: the daemon on this port of 127.0.0.1. */
+  port?: number;
 }
 
-/** The command a stdio-only client runs to reach the pool: this Node and this package's bin. */
-const BRIDGE_COMMAND: [string, string] = [process.execPath, BIN_PATH];
+/**
+ * The command a stdio client runs to reach the pool: `mcpool` when the one on PATH is this very
+ * command (an npm install: the entry then works on any machine that has it), else this Node and
+ * this package's bin by absolute path.
+ */
+function bridgeCommand(env: Record<string, string | undefined>): [string, ...string[]] {
+  // npm and npx put a project's `node_modules/.bin` on PATH for the command they run; a client
+  // started from a dock does not have it.
+  const path = (env.PATH ?? '').split(':').filter((dir) => !/(^|\/)node_modules\/\.bin\/?$/.test(dir)).join(':');
+  const onPath = resolveCommand({ transport: 'stdio', command: 'mcpool' }, { path });
+  const same = (a: string, b: string): boolean => {
+    try {
+      return realpathSync(a) === realpathSync(b);
+    } catch {
+      return false;
+    }
+  };
+  return 'found' in onPath && same(onPath.found, BIN_PATH) ? ['mcpool'] : [process.execPath, BIN_PATH];
+}
+
+/** `http://host:port` of a `--url` (an `/mcp` endpoint given for it is cut back to its daemon). */
+function baseUrlOf(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`--url: not a URL: ${value}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url: expected an http(s) URL, got ${url.protocol}`);
+  return url.href.replace(/\/+$/, '').replace(/\/mcp$/, '');
+}
 
 function clientList(value: string): ClientId[] {
   const clients = value.split(',').map((part) => part.trim()).filter(Boolean);
@@ -43,7 +77,9 @@ export function registerImportCommand(program: Command, io: CommandIo, done: (ex
     .option('--from <clients>', `only these clients, comma-separated (${CLIENT_IDS.join(', ')})`, clientList)
     .option('--project <dir>', 'the project whose project files (.mcp.json, .vscode/mcp.json, …) are read (default: the current folder)')
     .option('-c, --config <file>', 'the daemon config to merge into (default: $MCPOOL_CONFIG, else ~/.config/mcpool/config.json)')
-    .option('--rewrite', 'also point each client at the pool (its /mcp URL, or `mcpool bridge` for stdio-only clients), keeping a backup')
+    .option('--rewrite', 'also point each client at the pool (VS Code: its /mcp URL, the token asked once and kept in its secret storage; the others: `mcpool bridge --autostart`), keeping a backup; no token is written anywhere')
+    .option('--url <url>', 'the daemon the rewritten clients use (default: host and port of the config imported into)')
+    .option('-p, --port <port>', 'the daemon on this port of 127.0.0.1 (instead of --url)', port)
     .option('--dry-run', 'print the diff of every file that would change; write nothing')
     .option('--undo', 'restore the files the last import changed')
     .action(async (options: ImportOptions) => done(await runImport(options, io)));
@@ -73,9 +109,15 @@ export async function runImport(options: ImportOptions, io: CommandIo): Promise<
     throw error;
   });
   const { files, problems } = await readClientFiles({ home, env: io.env, platform: process.platform, project, clients: options.from });
-  const baseUrl = (await daemonUrl(targetText === undefined ? {} : { config: target }, { ...io, cwd: project })).replace(/\/+$/, '');
-  const pool: PoolAddress = { baseUrl, token: await readOperatorToken(stateDir, io.env), bridgeCommand: BRIDGE_COMMAND };
-  const plan = planImport({ files, target: { file: target, text: targetText }, rewrite: options.rewrite === true, pool });
+  if (options.url !== undefined && options.port !== undefined) throw new UsageError('give --url or --port, not both');
+  const baseUrl =
+    options.url !== undefined
+      ? baseUrlOf(options.url)
+      : (await daemonUrl({ ...(targetText === undefined ? {} : { config: target }), ...(options.port === undefined ? {} : { port: options.port }) }, { ...io, cwd: project })).replace(/\/+$/, '');
+  // A daemon the bridge autostarts finds the user config by itself; any other must be named.
+  const bridgeArgs = target === userConfigFile({ env: io.env, home }) ? [] : ['--config', target];
+  const pool: PoolAddress = { baseUrl, bridgeCommand: bridgeCommand(io.env), bridgeArgs };
+  const plan = planImport({ files, target: { file: target, text: targetText }, rewrite: options.rewrite === true, pool, commandLookup: { path: io.env.PATH } });
 
   report(plan, files.map((file) => file.locations).flat(), problems.map((p) => `${p.source.client} ${tilde(p.source.file)}: ${p.message}`), tilde, io);
   if (plan.changes.length === 0) {
@@ -83,9 +125,8 @@ export async function runImport(options: ImportOptions, io: CommandIo): Promise<
     return problems.length > 0 ? 1 : 0;
   }
   if (options.dryRun) {
-    const mask = pool.token === undefined ? (text: string) => text : (text: string) => text.split(pool.token!).join('********');
     for (const change of plan.changes) {
-      io.stdout(mask(createTwoFilesPatch(tilde(change.file), tilde(change.file), change.before ?? '', change.after, change.before === undefined ? '(new file)' : '', '', { context: 3 })).trimEnd());
+      io.stdout(createTwoFilesPatch(tilde(change.file), tilde(change.file), change.before ?? '', change.after, change.before === undefined ? '(new file)' : '', '', { context: 3 }).trimEnd());
     }
     io.stdout(`dry run: ${plan.changes.length} file(s) would change; nothing was written`);
     return 0;
@@ -94,7 +135,9 @@ export async function runImport(options: ImportOptions, io: CommandIo): Promise<
   for (const change of plan.changes) io.stdout(`wrote ${tilde(change.file)}`);
   io.stdout(`backups in ${tilde(backup)}; \`mcpool import --undo\` restores them`);
   if (options.rewrite !== true) io.stdout('the clients still start their own servers: run `mcpool import --rewrite` to point them at the pool');
-  else if (pool.token === undefined) io.stdout('no daemon token yet: every client was pointed at `mcpool bridge`; after `mcpool serve` has run once, `--rewrite` again gives HTTP clients the /mcp URL');
+  else if (plan.changes.some((change) => change.client === 'vscode')) {
+    io.stdout('VS Code asks once for the mcpool token: paste what `mcpool token` prints (it can use the pool, not start commands)');
+  }
   return problems.length > 0 ? 1 : 0;
 }
 

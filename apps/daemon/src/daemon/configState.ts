@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { ServerConfig } from '@mcpool/core';
 import { fingerprint } from '@mcpool/protocol';
 import type { ReloadResult } from '@mcpool/client';
-import { OPERATOR_ID, clientPrincipals, type TokenRegistry } from '../auth.js';
+import { OPERATOR_ID, clientPrincipals, operatorMcpToken, type TokenRegistry } from '../auth.js';
 import type { DaemonSettings, LoadedConfig } from '../config/daemonConfig.js';
 import type { UnavailableServer } from '../config/serverAvailability.js';
 import type { SecretRedactor } from '../secrets.js';
@@ -102,7 +102,10 @@ export class ConfigState {
       this.#logger.warn({ client: problem.id, variable: problem.tokenEnv, problem: problem.problem }, `client ${problem.id} is disabled: its token variable ${problem.tokenEnv} is ${problem.problem === 'unset' ? 'unset' : 'too short'}`);
     }
     for (const entry of entries) this.#redactor.add(entry.token);
-    this.#tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['read', 'write'] }, ...entries]);
+    // The operator's MCP token (`mcpool token`): its principal, the read right only.
+    const mcpToken = operatorMcpToken(this.#operatorToken);
+    this.#redactor.add(mcpToken);
+    this.#tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['read', 'write'] }, { id: OPERATOR_ID, token: mcpToken, rights: ['read'] }, ...entries]);
   }
 }
 

@@ -7,18 +7,26 @@
  * Rules:
  * - A server is imported as its client wrote it: a `${VAR}` stays a `${VAR}` (the daemon
  *   interpolates it), a literal value stays literal (the daemon's config file is written 0600).
- * - Identical configs (every field but the per-session ones) are imported once, under the first
- *   name they were found with; a name already taken by a different config gets
- *   `<name>-<client>` and the clash is reported.
+ * - Equivalent configs are imported once, under the first name they were found with: they are
+ *   compared as the daemon runs them — normalized (`type: "stdio"`, `env: {}` or `args: []` are
+ *   the defaults they spell), fingerprinted, with the command in its canonical spelling (see
+ *   `config/commandPath.ts`) and variables as written (`${A}` and `${env:A}` are one, `${A}` and
+ *   `${B}` two) — so they are one server and one process. A name already taken by a different
+ *   config gets `<name>-<client>` and the clash is reported.
  * - Entries that already point at the pool, disabled ones, and ones the daemon could not run
  *   (VS Code `${input:…}` prompts, an entry the config schema refuses) are skipped, with why.
  * - Per-session fields (`includeTools`, `excludeTools`, `trust`, `description`) stay with the
  *   client's pointer entry, where they filter that client's view, and are not imported.
+ * - Pointers hold no secret (see `pointers.ts`).
  */
 import { applyEdits, modify, type FormattingOptions } from 'jsonc-parser';
 import { stringify as stringifyToml } from 'smol-toml';
-import { SESSION_FIELDS, parseServersDocument } from '@mcpool/protocol';
-import { httpPointer, parseClientDocument, type ClientId, type ReadClientFile, type ServersLocation } from './sources.js';
+import { SESSION_FIELDS, fingerprint, normalizeServerConfig, parseServersDocument } from '@mcpool/protocol';
+import { canonicalCommand, type CommandLookup } from '../config/commandPath.js';
+import { VSCODE_TOKEN_INPUT, VSCODE_TOKEN_INPUT_ENTRY, inputsPath, pointerEntry, type PoolAddress } from './pointers.js';
+import { parseClientDocument, type ClientId, type ReadClientFile, type ServersLocation } from './sources.js';
+
+export type { PoolAddress } from './pointers.js';
 
 export interface ImportedServer {
   /** The name in the daemon's config. */
@@ -45,6 +53,8 @@ export interface FileChange {
   after: string;
   /** The daemon's config may hold secrets copied from the clients: it is written 0600. */
   mode?: number;
+  /** The client whose file it is (absent for the daemon's config). */
+  client?: ClientId;
 }
 
 export interface ImportPlan {
@@ -54,21 +64,14 @@ export interface ImportPlan {
   changes: FileChange[];
 }
 
-export interface PoolAddress {
-  /** `http://host:port` of the daemon. */
-  baseUrl: string;
-  /** The bearer token HTTP clients send. */
-  token: string | undefined;
-  /** The command a stdio-only client runs: `[executable, ...args]` before `bridge`. */
-  bridgeCommand: [string, ...string[]];
-}
-
 export interface PlanOptions {
   files: ReadClientFile[];
   /** The daemon's config file: its path and current text (`undefined`: it does not exist). */
   target: { file: string; text: string | undefined };
   rewrite: boolean;
   pool: PoolAddress;
+  /** Where commands are looked up to compare them (the PATH the daemon would spawn with). @default this process's */
+  commandLookup?: CommandLookup;
 }
 
 const FORMAT: FormattingOptions = { insertSpaces: true, tabSize: 2, eol: '\n' };
@@ -78,14 +81,26 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Canonical JSON (keys sorted) of an entry without its per-session fields: equal ⇔ one server. */
-function identity(entry: Record<string, unknown>): string {
-  const canonical = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(canonical);
-    if (!isRecord(value)) return value;
-    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical(value[key])]));
-  };
-  return JSON.stringify(canonical(Object.fromEntries(Object.entries(entry).filter(([key]) => !SESSION_FIELD_SET.has(key)))));
+/**
+ * Variables as written: `${NAME}` and `${env:NAME}` both read NAME, so they read the same marker;
+ * no value of this machine's environment enters a comparison.
+ */
+const VARIABLES_AS_WRITTEN = new Proxy({} as Record<string, string>, {
+  get: (_, name) => `\u0000env:${String(name)}\u0000`,
+  has: () => true,
+  getOwnPropertyDescriptor: (_, name) => ({ value: `\u0000env:${String(name)}\u0000`, configurable: true, enumerable: true, writable: false }),
+});
+
+/** Equal for two entries exactly when the daemon runs them as one server (see the header). */
+function identity(entry: Record<string, unknown>, lookup: CommandLookup | undefined): string {
+  try {
+    const { config } = normalizeServerConfig(entry, { env: VARIABLES_AS_WRITTEN, variables: { userHome: '\u0000userHome\u0000' } });
+    const canonical = canonicalCommand(config, lookup);
+    return JSON.stringify([fingerprint(canonical), canonical.sharing ?? null]);
+  } catch {
+    // An entry the daemon would refuse as written is only equal to the same text.
+    return JSON.stringify(['raw', entry]);
+  }
 }
 
 /** The entry as the daemon's config gets it: per-session fields and VS Code's `envFile` hint out. */
@@ -131,8 +146,7 @@ function unusable(name: string, entry: Record<string, unknown>): string | undefi
   if (containsText(entry, '${workspaceFolder')) return 'uses ${workspaceFolder} outside a workspace file';
   try {
     // Any variable counts as set: whether it is set is the daemon's business when it loads.
-    const env = new Proxy({}, { get: () => 'x', has: () => true, getOwnPropertyDescriptor: () => ({ value: 'x', configurable: true, enumerable: true, writable: true }) }) as Record<string, string>;
-    parseServersDocument({ mcpServers: { [name]: entry } }, { env });
+    parseServersDocument({ mcpServers: { [name]: entry } }, { env: VARIABLES_AS_WRITTEN });
     return undefined;
   } catch (error) {
     const message = (error as Error).message.split('\n').slice(1).join('; ').trim() || (error as Error).message;
@@ -157,14 +171,19 @@ function setJsonc(text: string, path: (string | number)[], value: unknown): stri
   return applyEdits(text, modify(text, path, value, { formattingOptions: FORMAT }));
 }
 
-/** The entry that sends one client to one pooled server. */
-function pointerFor(client: ClientId, poolName: string, original: Record<string, unknown>, pool: PoolAddress): Record<string, unknown> {
-  const url = `${pool.baseUrl}/mcp/${encodeURIComponent(poolName)}`;
-  const kept = Object.fromEntries(Object.entries(original).filter(([key]) => SESSION_FIELD_SET.has(key) || key === 'disabled'));
-  const http = pool.token === undefined ? undefined : httpPointer(client, url, { Authorization: `Bearer ${pool.token}` });
-  if (http !== undefined) return { ...http, ...kept };
-  const [command, ...args] = pool.bridgeCommand;
-  return { command, args: [...args, 'bridge', '--url', url], ...kept };
+/** The original's fields a pointer keeps: the per-session ones filter the client's own view. */
+function keptFields(original: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(original).filter(([key]) => SESSION_FIELD_SET.has(key) || key === 'disabled'));
+}
+
+/** `text` with the VS Code input the pointers name added to its `inputs` array at `at`, unless one of that id is there. */
+function withTokenInput(text: string, doc: unknown, at: (string | number)[]): string {
+  let inputs: unknown = doc;
+  for (const key of at) inputs = isRecord(inputs) ? inputs[key] : undefined;
+  if (!Array.isArray(inputs)) return setJsonc(text, at, [{ ...VSCODE_TOKEN_INPUT_ENTRY }]);
+  if (inputs.some((input) => isRecord(input) && input.id === VSCODE_TOKEN_INPUT)) return text;
+  // Index -1 appends to the array.
+  return setJsonc(text, [...at, -1], { ...VSCODE_TOKEN_INPUT_ENTRY });
 }
 
 export function planImport(options: PlanOptions): ImportPlan {
@@ -179,7 +198,7 @@ export function planImport(options: PlanOptions): ImportPlan {
   // identity → the daemon-side name; name → identity, for the servers already there and those added.
   const byIdentity = new Map<string, ImportedServer>();
   const takenNames = new Map<string, string>();
-  for (const [name, entry] of Object.entries(existing)) if (isRecord(entry)) takenNames.set(name, identity(daemonEntry(entry)));
+  for (const [name, entry] of Object.entries(existing)) if (isRecord(entry)) takenNames.set(name, identity(daemonEntry(entry), options.commandLookup));
   const imported: ImportedServer[] = [];
   const skipped: SkippedServer[] = [];
   const additions: [string, Record<string, unknown>][] = [];
@@ -209,7 +228,7 @@ export function planImport(options: PlanOptions): ImportPlan {
           skipped.push({ location, name, reason: why });
           continue;
         }
-        const id = identity(daemonEntry(entry));
+        const id = identity(daemonEntry(entry), options.commandLookup);
         let server = byIdentity.get(id);
         if (server === undefined) {
           const sameName = takenNames.get(name);
@@ -253,7 +272,7 @@ export function planImport(options: PlanOptions): ImportPlan {
         const tables = doc.mcp_servers as Record<string, unknown>;
         for (const location of file.locations) {
           for (const [name, poolName] of pointers.get(location) ?? new Map<string, string>()) {
-            tables[name] = pointerFor(file.source.client, poolName, location.servers[name] as Record<string, unknown>, pool);
+            tables[name] = pointerEntry(file.source, poolName, keptFields(location.servers[name] as Record<string, unknown>), pool);
             changed = true;
           }
         }
@@ -261,12 +280,14 @@ export function planImport(options: PlanOptions): ImportPlan {
       } else {
         for (const location of file.locations) {
           for (const [name, poolName] of pointers.get(location) ?? new Map<string, string>()) {
-            text = setJsonc(text, [...location.at, name], pointerFor(file.source.client, poolName, location.servers[name] as Record<string, unknown>, pool));
+            text = setJsonc(text, [...location.at, name], pointerEntry(file.source, poolName, keptFields(location.servers[name] as Record<string, unknown>), pool));
             changed = true;
           }
         }
+        const inputs = inputsPath(file.source);
+        if (changed && inputs !== undefined) text = withTokenInput(text, parseClientDocument(file.source, text), inputs);
       }
-      if (changed && text !== file.text) changes.push({ file: file.source.file, before: file.text, after: text });
+      if (changed && text !== file.text) changes.push({ file: file.source.file, before: file.text, after: text, client: file.source.client });
     }
   }
   return { imported, skipped, changes };

@@ -14,9 +14,6 @@ export const CLIENT_IDS: readonly ClientId[] = Object.freeze(['claude-desktop', 
 
 export type FileFormat = 'jsonc' | 'toml';
 
-/** How a client can reach the pool: over HTTP with a header, or only through a stdio command. */
-export type PointerKind = 'http' | 'stdio';
-
 export interface ClientFile {
   client: ClientId;
   /** Absolute path. */
@@ -165,22 +162,4 @@ export async function readClientFiles(options: LocateOptions): Promise<{ files: 
     }
   }
   return { files, problems };
-}
-
-/** How each client reaches an HTTP MCP server, or `undefined` when it speaks only stdio. */
-export function httpPointer(client: ClientId, url: string, headers: Record<string, string>): Record<string, unknown> | undefined {
-  switch (client) {
-    case 'claude-code':
-    case 'vscode':
-      return { type: 'http', url, headers };
-    case 'cursor':
-      return { url, headers };
-    case 'gemini':
-      return { httpUrl: url, headers };
-    case 'windsurf':
-      return { serverUrl: url, headers };
-    default:
-      // Claude Desktop's config file and Codex's take stdio commands.
-      return undefined;
-  }
 }

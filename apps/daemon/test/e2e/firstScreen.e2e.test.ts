@@ -79,7 +79,10 @@ describe.skipIf(!existsSync(SCRIPT))('the first screen of mcpool serve', () => {
 
     expect(screen).toContain(`MCP endpoint  ${mcp}`);
     expect(screen).toContain(`Authorization: Bearer <the token in ${started.tokenFile}>`);
-    expect(screen).toContain(`claude mcp add --transport http mcpool ${mcp} --header "Authorization: Bearer ${readToken}"`);
+    // Claude Code runs the bridge: nothing it writes into ~/.claude.json holds the token.
+    expect(screen).toContain(`claude mcp add mcpool -- ${process.execPath} ${BIN} bridge --url ${mcp}`);
+    expect(screen).toContain(`curl, or any client given a header: Authorization: Bearer ${readToken}`);
+    expect(screen).toMatch(/paste what `.*token` prints/);
     // The VS Code snippet is valid JSON that reads the token from a prompt, not from the file.
     const vscode = JSON.parse(/(\{\n\s+"inputs"[\s\S]*?\n\s+\})\n/.exec(screen)![1]!) as { servers: { mcpool: { type: string; url: string; headers: Record<string, string> } } };
     expect(vscode.servers.mcpool).toEqual({ type: 'http', url: mcp, headers: { Authorization: 'Bearer ${input:mcpool-token}' } });
