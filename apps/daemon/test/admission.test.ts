@@ -52,37 +52,35 @@ describe('/mcp session caps', () => {
   const init = (as: { token: string }) =>
     h.request({ method: 'POST', url: '/mcp', ...as, headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH }, payload: initializeBody() });
 
-  it('one client opening sessions until refused leaves another client’s initialize untouched; the global cap still holds', async () => {
-    // 1. alpha opens until its own share (3) refuses it: 429, JSON-RPC shape, typed.
-    let opened = 0;
-    let refusal: Awaited<ReturnType<typeof init>> | undefined;
-    for (let attempt = 0; attempt < 10 && refusal === undefined; attempt++) {
+  it('a client at its share makes room by ending its own least recently used idle session; another client is untouched; the global cap still holds', async () => {
+    // 1. alpha opens its share (3); a 4th ends alpha's least recently used idle session instead of being refused.
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
       const answer = await init(alpha);
-      if (answer.statusCode === 200) opened += 1;
-      else refusal = answer;
+      expect(answer.statusCode).toBe(200);
+      ids.push(String(answer.headers['mcp-session-id']));
     }
-    expect(opened).toBe(3);
-    expect(refusal!.statusCode).toBe(HTTP_STATUS[ErrorCode.CLIENT_LIMIT_REACHED]);
-    expect(refusal!.json()).toMatchObject({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: JSON_RPC_CODE[ErrorCode.CLIENT_LIMIT_REACHED], message: expect.stringContaining('mcpMaxSessionsPerClient 3'), data: { code: ErrorCode.CLIENT_LIMIT_REACHED } },
-    });
+    const listed = (await h.request({ method: 'GET', url: '/workspace/sessions' })).json() as { sessions: { id: string }[] };
+    expect(listed.sessions.map((session) => session.id).sort()).toEqual(ids.slice(1).sort());
+    // The evicted session's client gets 404 and initializes again, as the MCP spec says.
+    const gone = await h.request({ method: 'POST', url: '/mcp', ...alpha, headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-session-id': ids[0]! }, payload: { jsonrpc: '2.0', id: 2, method: 'ping' } });
+    expect(gone.statusCode).toBe(404);
 
     // 2. beta is not affected: its initialize works.
     expect((await init(beta)).statusCode).toBe(200);
     expect((await init(beta)).statusCode).toBe(200);
-    // 3. 5 open: the daemon-wide cap refuses beta (still under its own share) with 503.
+    // 3. 5 open: the daemon-wide cap refuses beta (still under its own share) with 503: no client's session is ended for another's.
     const global = await init(beta);
     expect(global.statusCode).toBe(HTTP_STATUS[ErrorCode.SESSION_CAP_REACHED]);
-    expect(global.json()).toMatchObject({ error: { data: { code: ErrorCode.SESSION_CAP_REACHED }, message: expect.stringContaining('mcpMaxSessions 5') } });
+    expect(global.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_CODE[ErrorCode.SESSION_CAP_REACHED], data: { code: ErrorCode.SESSION_CAP_REACHED }, message: expect.stringContaining('mcpMaxSessions 5') } });
 
     const limits = (await status()).limits;
     expect(limits.mcpSessions).toEqual({ open: 5, max: 5, perClient: 3 });
     const metrics = (await h.request({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(/^mcpool_mcp_sessions 5$/m);
     expect(metrics).toMatch(/^mcpool_admission_limit\{limit="mcp_sessions_per_client"\} 3$/m);
-    expect(metrics).toMatch(/^mcpool_admission_refusals_total\{limit="mcp_sessions_per_client"\} 1$/m);
+    expect(metrics).toMatch(/^mcpool_mcp_session_evictions_total 1$/m);
+    expect(metrics).not.toMatch(/^mcpool_admission_refusals_total\{limit="mcp_sessions_per_client"\}/m);
     expect(metrics).toMatch(/^mcpool_admission_refusals_total\{limit="mcp_sessions"\} 1$/m);
   });
 });
