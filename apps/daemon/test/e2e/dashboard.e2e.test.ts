@@ -19,6 +19,8 @@ import { connectClient } from '../gatewayHelpers.js';
 const ECHO = fileURLToPath(new URL('../../../../test/fixtures/servers/echo.mjs', import.meta.url));
 /** Prints `leaky: secret is <FIXTURE_SECRET>` to stderr at start and on every call. */
 const LEAKY = fileURLToPath(new URL('../../../../test/fixtures/servers/leaky.mjs', import.meta.url));
+/** Writes npm's multi-line E404 to stderr and exits 1: a server that fails to start. */
+const NPM_NOT_FOUND = fileURLToPath(new URL('../../../../test/fixtures/servers/npmNotFound.mjs', import.meta.url));
 const SECRET = `dash-secret-${randomUUID()}`;
 const IDE_TOKEN = `ide-${randomUUID()}`;
 /** Set to a path to (re)take the README's screenshot. */
@@ -40,6 +42,8 @@ beforeAll(async () => {
       mcpServers: {
         echo: { command: process.execPath, args: [ECHO, '--marker=dashboard-e2e'] },
         leaky: { command: process.execPath, args: [LEAKY, '--marker=dashboard-e2e'], env: { FIXTURE_SECRET: SECRET } },
+        memroy: { command: process.execPath, args: [NPM_NOT_FOUND, '--marker=dashboard-e2e'] },
+        gh: { command: process.execPath, args: [ECHO, '--marker=dashboard-e2e'], env: { TOKEN: '${env:DASH_UNSET_VARIABLE}' } },
       },
       daemon: { clients: [{ id: 'ide', tokenEnv: 'DASH_IDE_TOKEN', rights: ['read', 'write'] }] },
     },
@@ -110,8 +114,11 @@ describe('the dashboard', () => {
       await mcpRow.waitFor({ timeout: 30_000 });
       expect(await mcpRow.getAttribute('data-kind')).toBe('mcp');
       expect(await mcpRow.locator('.client').textContent()).toBe('ide');
-      expect(await mcpRow.locator('.held').textContent()).toBe('echo, leaky');
+      expect(await mcpRow.locator('.held').textContent()).toBe('echo, leaky, memroy (failed)');
       expect(await mcpRow.locator('code').textContent()).toBe(mcpId.slice(0, 8));
+      // Beside the token's client, the MCP client as it named itself.
+      expect(await mcpRow.locator('.mcp-client').textContent()).toBe('dash-ide 1.0.0');
+      expect(await restRow.locator('.mcp-client').textContent()).toBe('—');
 
       // 3. Per server figures: echo had three calls (two REST, one /mcp), leaky one; each entry shows its era and policy.
       await page.locator('tr[data-server="echo"] td.calls', { hasText: /^3$/ }).waitFor({ timeout: 30_000 });
@@ -126,9 +133,26 @@ describe('the dashboard', () => {
       await page.locator('details[data-stderr="leaky"] pre', { hasText: 'leaky: secret is [redacted]' }).waitFor({ timeout: 30_000 });
       expect(await page.content()).not.toContain(SECRET);
 
+      // 5. A server that failed to start: its card shows the stderr its last error holds (no live entry to read).
+      const failed = page.locator('tr[data-server="memroy"]');
+      expect(await failed.locator('.status').first().textContent()).toBe('failed');
+      await page.locator('details[data-stderr="memroy"] summary').click();
+      await page.locator('details[data-stderr="memroy"] pre', { hasText: 'npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-memroy' }).waitFor({ timeout: 30_000 });
+      expect(await page.locator('details[data-stderr="memroy"] summary').textContent()).toContain('from its last error');
+      // An unavailable server says why.
+      const unavailable = page.locator('tr[data-server="gh"]');
+      expect(await unavailable.locator('.status').first().textContent()).toBe('unavailable');
+      expect(await unavailable.locator('td.error').textContent()).toContain('environment variable DASH_UNSET_VARIABLE is not set');
+
       await row.getByRole('button', { name: 'Restart' }).click();
       await page.locator('.events li[data-type="server_restarted"]').waitFor({ timeout: 60_000 });
       expect(await page.locator('.events li[data-type="server_restarted"]').first().textContent()).toMatch(/echo restarted: #\d+ in \d+ ms/);
+      // A restart that fails reads as one.
+      await failed.getByRole('button', { name: 'Restart' }).click();
+      const failedRestart = page.locator('.events li[data-type="server_restarted"]', { hasText: 'memroy' });
+      await failedRestart.waitFor({ timeout: 60_000 });
+      expect(await failedRestart.first().textContent()).toMatch(/memroy: restart failed \(start_failed\)$/);
+      expect(await failedRestart.first().textContent()).not.toContain('#-1');
       if (SCREENSHOT) {
         mkdirSync(dirname(SCREENSHOT), { recursive: true });
         await page.setViewportSize({ width: 1280, height: 600 });
@@ -146,6 +170,12 @@ describe('the dashboard', () => {
       expect((await restart({})).status).toBe(401);
       expect((await restart({ origin: 'http://evil.example' })).status).toBe(403);
       expect((await restart({ origin: base })).status).toBe(200);
+
+      // 6. The bulk action ends the idle sessions: the REST one and the /mcp one (no call, no stream open).
+      await page.getByRole('button', { name: 'End idle sessions' }).click();
+      await page.locator('.notice', { hasText: /ended \d+ idle session/ }).waitFor({ timeout: 30_000 });
+      await expect.poll(async () => page.locator(`.sessions tr[data-session="${restId}"]`).count(), { timeout: 30_000 }).toBe(0);
+      expect((await fetch(`${base}/sessions/${restId}`, { headers: auth })).status).toBe(404);
 
       // Sign out ends the cookie's session.
       await page.getByRole('button', { name: 'Sign out' }).click();

@@ -11,7 +11,7 @@ import './style.css';
 const EVENT_TYPES = [
   'entry_status', 'disconnected', 'reconnected', 'failed', 'mcp_budget_warning', 'mcp_child_refused_batch',
   'servers_progress', 'config_reloaded', 'config_rejected', 'server_restarted', 'session_created', 'session_closed',
-  'events_lost', 'shutdown', 'auth_required', 'auth_completed',
+  'events_lost', 'shutdown', 'auth_required', 'auth_completed', 'server_unavailable',
 ];
 const MAX_EVENTS = 100;
 const STATUS_POLL_MS = 3000;
@@ -35,13 +35,14 @@ function describeEvent(event) {
   const where = event.serverName ? `${event.serverName}${event.entryIndex === undefined ? '' : `#${event.entryIndex}`}` : '';
   switch (event.type) {
     case 'entry_status': return `${where} ${event.previous ? `${event.previous} → ` : ''}${event.status} (refs ${event.refs})`;
-    case 'server_restarted': return `${event.serverName} restarted: ${event.entries.map((e) => (e.restarted ? `#${e.entryIndex} in ${e.durationMs} ms` : `#${e.entryIndex} not (${e.reason ?? 'skipped'})`)).join(', ')}`;
+    case 'server_restarted': return describeRestart(event);
     case 'failed': return `${where} failed: ${event.lastError?.code ?? ''} ${event.lastError?.message ?? ''}`;
     case 'disconnected': return `${where} disconnected (${event.reason})`;
     case 'reconnected': return `${where} reconnected`;
     case 'session_created': return `session ${event.sessionId} opened by ${event.clientId}`;
     case 'session_closed': return `session ${event.sessionId} closed`;
-    case 'config_reloaded': return `config reloaded (${event.trigger}): +${event.added.length} −${event.removed.length} ~${event.changed.length}`;
+    case 'config_reloaded': return `config reloaded (${event.trigger}): +${event.added.length} −${event.removed.length} ~${event.changed.length}${event.rejected?.length ? `, not applied: ${event.rejected.join(', ')}` : ''}`;
+    case 'server_unavailable': return `${event.serverName} ${event.keptRunning ? 'keeps its running config: its new entry cannot run' : 'is unavailable'}: ${event.code} ${event.message}`;
     case 'config_rejected': return `config rejected (${event.trigger}): ${event.message}`;
     case 'mcp_budget_warning': return `budget warning: ${event.liveCount}/${event.clientBudget} live`;
     case 'mcp_child_refused_batch': return `budget refused ${event.refused.length} server(s)`;
@@ -50,6 +51,27 @@ function describeEvent(event) {
     case 'servers_progress': return `servers ready ${event.ready}/${event.total}${event.failed ? `, ${event.failed} failed` : ''}`;
     default: return event.type;
   }
+}
+
+/**
+ * A restart as a sentence: `echo restarted: #0 in 1263 ms`; `crashy: restart failed (start_failed)`.
+ * An entry index below 0 (a restart that started no entry) is not shown.
+ */
+function describeRestart(event) {
+  const entry = (e) => (e.entryIndex >= 0 ? `#${e.entryIndex} ` : '');
+  const restarted = event.entries.filter((e) => e.restarted);
+  const failed = event.entries.filter((e) => !e.restarted);
+  const parts = [];
+  if (restarted.length > 0) parts.push(`${event.serverName} restarted: ${restarted.map((e) => `${entry(e)}in ${e.durationMs} ms`).join(', ')}`);
+  if (failed.length > 0) parts.push(`${event.serverName}: ${failed.map((e) => `${entry(e)}restart failed (${e.reason ?? 'skipped'})`).join(', ')}`);
+  return parts.join('; ') || `${event.serverName}: nothing to restart`;
+}
+
+/** The server's own words in an error message: what follows `; stderr: ` (its last lines), else nothing. */
+function stderrOf(message) {
+  const at = message?.indexOf('; stderr: ') ?? -1;
+  if (at === -1) return [];
+  return message.slice(at + '; stderr: '.length).replace(/\)$/, '').split('\n').filter((line) => line.trim().length > 0);
 }
 
 function SignIn({ problem }) {
@@ -72,8 +94,12 @@ const latency = (ms) => (ms === undefined ? '—' : ms < 10 ? `${ms.toFixed(1)} 
 const shortId = (id) => (id.length > 12 ? id.slice(0, 8) : id);
 const clock = (iso) => new Date(iso).toLocaleTimeString();
 
-/** The tail of a server's stderr, read when the panel opens and again at every status poll while it is open. */
-function StderrPanel({ name, tick }) {
+/**
+ * The tail of a server's stderr, read when the panel opens and again at every status poll while it
+ * is open. A server with no live entry (it failed to start) has its last words in its last error:
+ * those are shown instead.
+ */
+function StderrPanel({ name, tick, lastError }) {
   const [open, setOpen] = useState(false);
   const [tail, setTail] = useState(undefined);
   const [problem, setProblem] = useState(undefined);
@@ -91,9 +117,11 @@ function StderrPanel({ name, tick }) {
       current = false;
     };
   }, [open, name, tick]);
-  const lines = tail?.flatMap((entry) => (tail.length > 1 ? entry.lines.map((line) => `#${entry.entryIndex} ${line}`) : entry.lines)) ?? [];
+  const live = tail?.flatMap((entry) => (tail.length > 1 ? entry.lines.map((line) => `#${entry.entryIndex} ${line}`) : entry.lines)) ?? [];
+  const fromError = tail && tail.length === 0 ? stderrOf(lastError?.message) : [];
+  const lines = live.length > 0 ? live : fromError;
   return html`<details class="stderr" data-stderr=${name} onToggle=${(event) => setOpen(event.currentTarget.open)}>
-    <summary>stderr of ${name}${open && tail ? ` (last ${lines.length} line${lines.length === 1 ? '' : 's'})` : ''}</summary>
+    <summary>stderr of ${name}${open && tail ? ` (last ${lines.length} line${lines.length === 1 ? '' : 's'}${fromError.length > 0 && live.length === 0 ? ', from its last error: no live entry' : ''})` : ''}</summary>
     ${problem ? html`<p class="error">${problem}</p>` : null}
     ${open && tail && lines.length === 0 ? html`<p class="empty">Nothing on stderr${tail.length === 0 ? ' (no live entry)' : ''}.</p>` : null}
     ${lines.length > 0 ? html`<pre>${lines.join('\n')}</pre>` : null}
@@ -123,24 +151,26 @@ function Servers({ servers, stats, onRestart, onAuthorize, busy, canWrite, tick 
             <td class="rate">${fixed(stat?.perSecond, 2)}</td>
             <td class="p50" title=${window}>${latency(stat?.p50Ms)}</td>
             <td class="p95" title=${window}>${latency(stat?.p95Ms)}</td>
-            <td class="error">${server.lastError ? html`<code>${server.lastError.code}</code> ${server.lastError.message.split('\n')[0]}` : ''}</td>
+            <td class="error">${server.lastError ? html`<code>${server.lastError.code}</code> ${server.lastError.message.split('; stderr: ')[0]}` : ''}${server.configProblem ? html`<div class="config-problem">config not applied (runs its previous one): <code>${server.configProblem.code}</code> ${server.configProblem.message}</div>` : ''}</td>
             <td>${server.errorKind === 'auth_required'
               ? html`<button type="button" class="authorize" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onAuthorize(server.name)}>${busy.has(server.name) ? 'Starting…' : 'Authorize'}</button>`
               : html`<button type="button" disabled=${!canWrite || busy.has(server.name)} onClick=${() => onRestart(server.name)}>${busy.has(server.name) ? 'Restarting…' : 'Restart'}</button>`}</td>
           </tr>`,
-          html`<tr class="stderr-row"><td colspan=${columns}><${StderrPanel} name=${server.name} tick=${tick} /></td></tr>`,
+          html`<tr class="stderr-row"><td colspan=${columns}><${StderrPanel} name=${server.name} tick=${tick} lastError=${server.lastError} /></td></tr>`,
         ];
       })}
     </tbody>
   </table>`;
 }
 
-function Sessions({ sessions }) {
+function Sessions({ sessions, onCloseIdle, busy }) {
   if (sessions.length === 0) return html`<p class="empty">No sessions.</p>`;
-  return html`<table class="sessions">
-    <thead><tr><th>Client</th><th>Kind</th><th>Session</th><th>Servers</th><th>Opened</th><th>Last activity</th></tr></thead>
+  return html`<div class="bulk"><button type="button" class="close-idle" disabled=${busy} onClick=${onCloseIdle} title="End every session with nothing in flight (no call, no open stream); their MCP clients open a new one on their next request">${busy ? 'Ending…' : 'End idle sessions'}</button></div>
+  <table class="sessions">
+    <thead><tr><th>Client</th><th>MCP client</th><th>Kind</th><th>Session</th><th>Servers</th><th>Opened</th><th>Last activity</th></tr></thead>
     <tbody>${sessions.map((session) => html`<tr data-session=${session.id} data-kind=${session.kind} data-client=${session.clientId}>
       <td class="client">${session.clientId}</td>
+      <td class="mcp-client">${session.mcpClient ? `${session.mcpClient.name} ${session.mcpClient.version}` : '—'}</td>
       <td class="kind"><span class="tag">${session.kind === 'mcp' ? `mcp${session.scope ? `/${session.scope}` : ''}` : 'rest'}</span></td>
       <td><code title=${session.id}>${shortId(session.id)}</code>${session.label ? ` ${session.label}` : ''}</td>
       <td class="held">${session.servers.map((s) => `${s.name}${s.status === 'connected' ? '' : ` (${s.status})`}`).join(', ') || '—'}</td>
@@ -263,6 +293,15 @@ function App() {
     return `authorize ${name} in the tab that opened (or open ${start.authorizationUrl})`;
   }), [act]);
 
+  const closeIdle = useCallback(() => act(':sessions', 'end idle', async () => {
+    try {
+      const { closed } = await api('/workspace/sessions/close-idle', { method: 'POST', body: '{}' });
+      return closed.length === 0 ? 'no idle session' : `ended ${closed.length} idle session(s)`;
+    } finally {
+      void refresh();
+    }
+  }), [act, refresh]);
+
   const signOut = useCallback(async () => {
     await api('/ui/logout', { method: 'POST', body: '{}' }).catch(() => undefined);
     setSignedIn(false);
@@ -281,7 +320,7 @@ function App() {
     ${notice ? html`<p class="notice" role="alert">${notice}</p>` : null}
     <section><h2>Servers</h2><${Servers} servers=${status?.servers ?? []} stats=${stats} onRestart=${restart} onAuthorize=${authorize} busy=${busy} canWrite=${true} tick=${tick} /></section>
     <section class="columns">
-      <div><h2>Sessions</h2><${Sessions} sessions=${sessions} /></div>
+      <div><h2>Sessions</h2><${Sessions} sessions=${sessions} onCloseIdle=${closeIdle} busy=${busy.has(':sessions')} /></div>
       <div><h2>Live events</h2><${Events} events=${events} /></div>
     </section>
   </main>`;
