@@ -33,6 +33,7 @@ import { ConfigState } from './daemon/configState.js';
 import { EntryWatcher } from './daemon/entryWatcher.js';
 import { daemonPoolOptions } from './daemon/poolOptions.js';
 import { RestSessions, type AdmissionLimit } from './daemon/restSessions.js';
+import { ServerSharing } from './daemon/serverSharing.js';
 import { WARM_SESSION_ID, WarmHold } from './daemon/warmHold.js';
 import { workspaceStatus } from './daemon/workspaceStatus.js';
 import { EventHub } from './events.js';
@@ -90,6 +91,8 @@ export class Daemon {
   readonly #streams = new Set<() => void>();
   readonly #authorizedListeners = new Set<(serverName: string) => void>();
   readonly #addedListeners = new Set<(names: readonly string[]) => void>();
+  /** What is learned about sharing the servers, and whose entry the warm hold keeps. */
+  readonly #sharing = new ServerSharing();
   /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
   #mcpSessions: () => number = () => 0;
   #mcpSessionsByClient: () => Map<string, number> = () => new Map();
@@ -156,10 +159,11 @@ export class Daemon {
         credentials: this.oauth,
         groupLedgerDir: options.groupLedgerDir,
         overrides: options.poolOptions,
+        defaultSharing: this.#sharing.policyOf,
       }),
     );
     const closing = (): boolean => this.#closing !== undefined;
-    this.#warm = new WarmHold({ pool: this.pool, config: this.#config, logger: this.#logger, metrics: this.metrics, publish, closing });
+    this.#warm = new WarmHold({ pool: this.pool, config: this.#config, logger: this.#logger, metrics: this.metrics, publish, closing, sharing: this.#sharing, serialize: (task) => void this.#serialize(task) });
     this.sessions = new RestSessions({
       pool: this.pool,
       config: this.#config,
@@ -170,6 +174,7 @@ export class Daemon {
       clock: options.clock ?? SYSTEM_CLOCK,
       assertAccepting: () => this.#assertAccepting(),
       telemetry: this.telemetry?.server,
+      onServerUsed: (name, principal) => this.serverUsed(name, principal),
     });
   }
 
@@ -187,6 +192,11 @@ export class Daemon {
   countMcpSessionsWith(count: () => number, byClient: () => Map<string, number>): void {
     this.#mcpSessions = count;
     this.#mcpSessionsByClient = byClient;
+  }
+
+  /** A session of `principal` (REST or `/mcp`) holds a view of `name` now: the warm hold may follow it (see `warmHold.ts`). */
+  serverUsed(name: string, principal: string): void {
+    this.#warm.follow(name, principal);
   }
 
   /** Counts a refusal by an admission limit (`/metrics`: `mcpool_admission_refusals_total`). */
@@ -227,6 +237,7 @@ export class Daemon {
       config: this.#config.config,
       settings: this.#config.settings,
       warmError: (name) => this.#warm.lastError(name),
+      sharingOf: (config, era) => this.#sharing.decision(config, era),
       ready: this.readiness().ready,
       restSessions: this.sessions.size,
       mcpSessions: this.#mcpSessions(),
@@ -409,7 +420,7 @@ export class Daemon {
     if (trigger === 'file' && next.digest === previousDigest) return change;
     this.#config.adopt(next);
     // The warm hold follows the config: off the old entries, onto the new ones.
-    await Promise.all([...change.changed, ...change.removed].map((name) => this.#warm.drop(name)));
+    await Promise.all([...change.changed, ...change.removed].map((name) => this.#warm.drop(name, change.removed.includes(name))));
     await Promise.all([...change.changed, ...change.added].map((name) => this.#warm.warmAndCount(name)));
     this.metrics.reloads.inc({ result: change.rejected.length > 0 ? 'partial' : 'applied' });
     const rejected = change.rejected.map((r) => r.name);

@@ -15,6 +15,8 @@ export { diffServers } from './daemon/configState.js';
 export { splitStderr } from './daemon/entryWatcher.js';
 export { daemonDefaultSharing, shutdownStepFor } from './daemon/poolOptions.js';
 export { WARM_SESSION_ID } from './daemon/warmHold.js';
+export { decideSharing, packageOf } from './daemon/sharingDefaults.js';
+export type { SharingDecision } from './daemon/sharingDefaults.js';
 export { buildApp, CAPABILITIES, routeTable } from './http/app.js';
 export type { AppOptions } from './http/app.js';
 export { DaemonErrorCode, STATUS_BY_CODE, statusOf } from './http/errors.js';

@@ -60,7 +60,7 @@ describe('/mcp session caps', () => {
       expect(answer.statusCode).toBe(200);
       ids.push(String(answer.headers['mcp-session-id']));
     }
-    const listed = (await h.request({ method: 'GET', url: '/workspace/sessions' })).json() as { sessions: { id: string }[] };
+    const listed = (await h.request({ method: 'GET', url: '/workspace/sessions' })).json<{ sessions: { id: string }[] }>();
     expect(listed.sessions.map((session) => session.id).sort()).toEqual(ids.slice(1).sort());
     // The evicted session's client gets 404 and initializes again, as the MCP spec says.
     const gone = await h.request({ method: 'POST', url: '/mcp', ...alpha, headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-session-id': ids[0]! }, payload: { jsonrpc: '2.0', id: 2, method: 'ping' } });

@@ -60,7 +60,7 @@ describe('a client at its session cap', () => {
     const abandoned: string[] = [];
     for (let i = 0; i < 300; i++) abandoned.push(await openRawSession(base, '/mcp', h.token));
 
-    const limits = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json() as { limits: { mcpSessions: { open: number; perClient: number } } };
+    const limits = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<{ limits: { mcpSessions: { open: number; perClient: number } } }>();
     expect(limits.limits.mcpSessions).toMatchObject({ open: 250, perClient: 250 });
     // The user's IDE connects: it opens, lists and calls.
     const { client } = await connectClient(`${base}/mcp`, h.token, {}, 'the-users-ide');
@@ -106,7 +106,7 @@ describe('ending idle sessions in bulk', () => {
     const idle = [await openRawSession(base, '/mcp', h.token), await openRawSession(base, '/mcp', h.token)];
     const inUse = await openRawSession(base, '/mcp', h.token);
     await openStream(base, h.token, inUse);
-    const rest = (await h.request({ method: 'POST', url: '/sessions', payload: { label: 'idle rest' } })).json() as { id: string };
+    const rest = (await h.request({ method: 'POST', url: '/sessions', payload: { label: 'idle rest' } })).json<{ id: string }>();
     const env = { MCPOOL_URL: base, MCPOOL_TOKEN: h.token };
     const run = async (...args: string[]): Promise<{ code: number; out: string }> => {
       const out: string[] = [];

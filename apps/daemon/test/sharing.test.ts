@@ -1,6 +1,7 @@
 /**
  * The daemon's sharing defaults with real fixture servers, real HTTP and real tokens: a server
- * whose config sets no `sharing` and whose era is not known to be modern is shared per client
+ * whose config sets no `sharing`, whose era is not known to be modern and which is nothing the
+ * daemon knows to keep no client's state (see sharingDefaults.test.ts) is shared per client
  * (the token's client id), over REST sessions and `/mcp` sessions alike; an explicit policy wins.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,9 +76,10 @@ afterAll(async () => {
 
 describe('daemon sharing defaults', { timeout: 120_000 }, () => {
   it('picks shared for a modern-era server and per-principal for a legacy or unknown one', () => {
-    expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'modern' })).toBe('shared');
-    expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'legacy' })).toBe('per-principal');
-    expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: undefined })).toBe('per-principal');
+    const config = { transport: 'stdio' as const, command: 'srv' };
+    expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'modern', config })).toBe('shared');
+    expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: 'legacy', config })).toBe('per-principal');
+    expect(daemonDefaultSharing({ serverName: 'x', fingerprintEra: undefined, config })).toBe('per-principal');
   });
 
   it('a reload that changes only sharing reports the server as changed', () => {

@@ -47,7 +47,7 @@ describe('an unset variable makes one server unavailable, never the daemon', () 
     const { h, base } = await listening(doc(`\${env:${UNSET}}`), [one, two, gh]);
 
     // 1. The daemon started; the server is unavailable with its typed reason, and nothing of it runs.
-    const status = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json() as { ready: boolean; servers: { name: string; status: string; configured: boolean; lastError?: { code: string; message: string } }[] };
+    const status = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<{ ready: boolean; servers: { name: string; status: string; configured: boolean; lastError?: { code: string; message: string } }[] }>();
     expect(status.ready).toBe(true);
     expect(status.servers.map((s) => [s.name, s.status])).toEqual([['gh', 'unavailable'], ['one', 'active'], ['two', 'active']]);
     expect(status.servers[0]).toMatchObject({ configured: true, lastError: { code: 'MCPOOL_CONFIG_VARIABLE_UNSET', message: `environment variable ${UNSET} is not set (mcpServers.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN needs it)` } });
@@ -108,7 +108,7 @@ describe('reload applies per server', () => {
     });
     const reload = await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
     expect(reload.statusCode).toBe(200);
-    const result = reload.json() as { added: string[]; unchanged: string[]; rejected: { name: string; code: string; keptRunning: boolean }[] };
+    const result = reload.json<{ added: string[]; unchanged: string[]; rejected: { name: string; code: string; keptRunning: boolean }[] }>();
     expect(result.added).toEqual(['fresh']);
     expect(result.unchanged).toEqual([]);
     expect(result.rejected).toEqual([
@@ -118,7 +118,7 @@ describe('reload applies per server', () => {
     ]);
     expect(pidsWithMarker(fresh)).toHaveLength(1);
     expect(pidsWithMarker(echo)).toEqual(before);
-    const status = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json() as { servers: { name: string; status: string; configProblem?: { code: string }; lastError?: { code: string } }[] };
+    const status = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<{ servers: { name: string; status: string; configProblem?: { code: string }; lastError?: { code: string } }[] }>();
     expect(status.servers.map((s) => [s.name, s.status, s.configProblem?.code ?? s.lastError?.code ?? null])).toEqual([
       ['echo', 'active', 'MCPOOL_CONFIG_INVALID'],
       ['fresh', 'active', null],

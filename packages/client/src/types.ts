@@ -78,6 +78,12 @@ export interface WorkspaceMcpServer {
    * server keeps its last good config, and this says why the new one was not applied.
    */
   configProblem?: { code: string; message: string };
+  /**
+   * Configured servers: who may share its process now (`shared`, `per-principal`, `per-session`)
+   * and why — its config's `sharing`, else the daemon's default from what it knows of the server
+   * (its protocol era, what the server is, its tools' annotations).
+   */
+  sharing?: { policy: SharingPolicy; reason: string };
   /** While a failed start keeps the server from being spawned again: when an acquire may spawn it (ISO time; a restart tries at once). */
   retryAt?: string;
 }

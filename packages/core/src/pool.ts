@@ -540,7 +540,7 @@ export class McpTransportPool {
     if (typeof fallback !== 'function') return fallback;
     // The era last settled for this fingerprint, or `undefined` before any connection settled one:
     // a default that depends on it takes its safe branch.
-    return assertSharingPolicy(fallback({ serverName: name, fingerprintEra: this.#eras.get(fp)?.era }), 'options.defaultSharing()');
+    return assertSharingPolicy(fallback({ serverName: name, fingerprintEra: this.#eras.get(fp)?.era, config }), 'options.defaultSharing()');
   }
 
   #trippedError(tripped: TrippedKey): PoolError {

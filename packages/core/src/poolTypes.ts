@@ -11,6 +11,8 @@ export interface SharingDefaultInfo {
   serverName: string;
   /** The protocol era last seen for this fingerprint; `undefined` when none is known yet. */
   fingerprintEra: 'legacy' | 'modern' | undefined;
+  /** The config being acquired, normalized (what the server is can decide its policy). */
+  config: ServerConfig;
 }
 
 /** The policy of configs without `sharing`: one for all, or chosen per server. */

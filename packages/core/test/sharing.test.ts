@@ -160,8 +160,8 @@ describe('sharing policies', { timeout: 120_000 }, () => {
     await pool.acquire('legacy', cfg, 's2', { principal: 'bob' });
     // The first acquire knows no era yet; the second sees the verdict the first connection settled.
     expect(asked).toEqual([
-      { serverName: 'legacy', fingerprintEra: undefined },
-      { serverName: 'legacy', fingerprintEra: 'legacy' },
+      { serverName: 'legacy', fingerprintEra: undefined, config: { transport: 'stdio', ...cfg } },
+      { serverName: 'legacy', fingerprintEra: 'legacy', config: { transport: 'stdio', ...cfg } },
     ]);
     expect(pidsWithMarker(mark)).toHaveLength(2);
 

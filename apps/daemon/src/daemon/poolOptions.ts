@@ -1,11 +1,13 @@
 /**
  * The pool a daemon runs: its options from the daemon's settings. A daemon owns its machine's
- * servers, so it reaps what a crashed run of it left; its default sharing follows the server's era.
- * Its actor threads take the library's limits, which hold one message of the largest size.
+ * servers, so it reaps what a crashed run of it left; its default sharing follows what is known of
+ * the server (`sharingDefaults.ts`). Its actor threads take the library's limits, which hold one
+ * message of the largest size.
  */
 import type { Logger } from 'pino';
 import type { McpTransportPoolOptions, PoolEvent, SharingDefaultInfo, SharingPolicy, UpstreamCredentials } from '@mcpool/core';
 import type { DaemonSettings } from '../config/daemonConfig.js';
+import { decideSharing } from './sharingDefaults.js';
 
 export interface DaemonPoolWiring {
   logger: Logger;
@@ -16,6 +18,8 @@ export interface DaemonPoolWiring {
   groupLedgerDir?: string | false | undefined;
   /** Extra pool options, over the settings' (tests shorten timings). */
   overrides?: Partial<McpTransportPoolOptions> | undefined;
+  /** The policy of a config without `sharing`, with what the daemon learned. @default {@link daemonDefaultSharing} */
+  defaultSharing?: ((info: SharingDefaultInfo) => SharingPolicy) | undefined;
 }
 
 export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoolWiring): McpTransportPoolOptions {
@@ -35,7 +39,7 @@ export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoo
     heartbeatMisses: s.actorHeartbeat.misses,
     logger: wiring.logger,
     onEvent: wiring.onEvent,
-    defaultSharing: daemonDefaultSharing,
+    defaultSharing: wiring.defaultSharing ?? daemonDefaultSharing,
     // A daemon owns its machine's servers: it ends what a crashed run of it left.
     reapLeftovers: wiring.groupLedgerDir !== false,
     ...(wiring.groupLedgerDir === undefined ? {} : { stateDir: wiring.groupLedgerDir }),
@@ -43,15 +47,9 @@ export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoo
   };
 }
 
-/**
- * The daemon's policy for a server whose config sets no `sharing`: a modern-era (2026-07-28)
- * server keeps no conversation state in its process, so its clients share it; a legacy one may
- * (a stdio process's lifetime is often its session), so each client gets its own. An era not
- * known yet is treated as legacy: sharing by mistake leaks one client's state to another, not
- * sharing costs a process.
- */
+/** The daemon's policy for a server whose config sets no `sharing`, from what the pool knows at an acquire (see `sharingDefaults.ts`). */
 export function daemonDefaultSharing(info: SharingDefaultInfo): SharingPolicy {
-  return info.fingerprintEra === 'modern' ? 'shared' : 'per-principal';
+  return decideSharing(info).policy;
 }
 
 /**

@@ -64,6 +64,8 @@ export interface RestSessionsOptions {
   assertAccepting: () => void;
   /** Server spans of the tool calls, when OpenTelemetry is on. */
   telemetry?: ServerTelemetry | undefined;
+  /** A session of `principal` acquired the configured server `name` (the warm hold can follow who uses it). */
+  onServerUsed?: ((name: string, principal: string) => void) | undefined;
 }
 
 export class RestSessions {
@@ -76,6 +78,7 @@ export class RestSessions {
   readonly #clock: DaemonClock;
   readonly #assertAccepting: () => void;
   readonly #telemetry: ServerTelemetry | undefined;
+  readonly #onServerUsed: ((name: string, principal: string) => void) | undefined;
   readonly #sessions = new Map<string, RestSession>();
   readonly #inFlight = new Map<AbortController, Promise<unknown>>();
   #stopReaper: (() => void) | undefined;
@@ -90,6 +93,7 @@ export class RestSessions {
     this.#clock = options.clock;
     this.#assertAccepting = options.assertAccepting;
     this.#telemetry = options.telemetry;
+    this.#onServerUsed = options.onServerUsed;
   }
 
   /** Open sessions. */
@@ -237,6 +241,7 @@ export class RestSessions {
       // The principal is the token's client id: a per-principal server is shared by its sessions only.
       const view = await this.#pool.acquire(name, config, session.id, { principal: session.clientId });
       session.servers.set(name, { injected, view });
+      if (!injected) this.#onServerUsed?.(name, session.clientId);
     } catch (error) {
       const wire = plainError(error);
       session.servers.set(name, { injected, error: wire });

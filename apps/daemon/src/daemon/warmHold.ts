@@ -3,16 +3,18 @@
  * servers are up before any client asks and stay up with no client session (`keepWarm`). With
  * `keepWarm: false` each server is still started once (then released), so readiness can be
  * reached. The hold follows the config across reloads and goes back onto an entry the pool
- * brought back after its actor died or after a restart.
+ * brought back after its actor died or after a restart. It keeps the entry of whoever uses a
+ * server (see `serverSharing.ts`): the operator's until another client's session uses a
+ * per-client server alone, and a shared one once the server's tools show it may be shared.
  */
 import type { Logger } from 'pino';
-import type { McpTransportPool, PooledConnection } from '@mcpool/core';
+import type { McpTransportPool, PooledConnection, ServerConfig } from '@mcpool/core';
 import type { DaemonEventPayload, ReadyResponse } from '@mcpool/client';
-import { OPERATOR_ID } from '../auth.js';
 import type { DaemonMetrics } from '../metrics.js';
 import type { ConfigState } from './configState.js';
 import { isSpawnFailure, plainError, type PlainError } from './failures.js';
 import { readiness, type WarmState } from './readiness.js';
+import type { ServerSharing } from './serverSharing.js';
 
 /** The pool session that keeps configured servers warm. Not a daemon session: never listed. */
 export const WARM_SESSION_ID = 'mcpool:warm';
@@ -25,6 +27,10 @@ export interface WarmHoldOptions {
   publish: (payload: DaemonEventPayload) => void;
   /** True once the daemon is shutting down: nothing is acquired any more. */
   closing: () => boolean;
+  /** What is learned about sharing the servers, and whose entry the hold keeps. */
+  sharing: ServerSharing;
+  /** Runs a move of the hold after what runs now (reloads, warm-ups), never beside it. */
+  serialize: (task: () => Promise<unknown>) => void;
 }
 
 export class WarmHold {
@@ -34,6 +40,8 @@ export class WarmHold {
   readonly #metrics: DaemonMetrics;
   readonly #publish: (payload: DaemonEventPayload) => void;
   readonly #closing: () => boolean;
+  readonly #sharing: ServerSharing;
+  readonly #serialize: (task: () => Promise<unknown>) => void;
   readonly #views = new Map<string, PooledConnection>();
   readonly #errors = new Map<string, PlainError>();
   /** Per configured server, its warm start: readiness follows the current config, reloads included. */
@@ -47,6 +55,8 @@ export class WarmHold {
     this.#metrics = options.metrics;
     this.#publish = options.publish;
     this.#closing = options.closing;
+    this.#sharing = options.sharing;
+    this.#serialize = options.serialize;
   }
 
   /** Readiness of the current config (see `readiness.ts`). */
@@ -83,8 +93,9 @@ export class WarmHold {
     this.#publish({ type: 'servers_progress', ready, failed, total });
   }
 
-  /** Takes the hold off `name` (a reload changed or removed it). */
-  async drop(name: string): Promise<void> {
+  /** Takes the hold off `name` (a reload changed or removed it; `removed`: whose entry it kept is forgotten too). */
+  async drop(name: string, removed = false): Promise<void> {
+    if (removed) this.#sharing.forget(name);
     const view = this.#views.get(name);
     this.#views.delete(name);
     this.#errors.delete(name);
@@ -114,8 +125,10 @@ export class WarmHold {
     if (config === undefined || this.#closing()) return false;
     const keepWarm = this.#config.settings.keepWarm;
     try {
-      // The warm hold makes no calls, so it may share the operator's process of a per-principal server.
-      const view = await this.#pool.acquire(name, config, WARM_SESSION_ID, { principal: OPERATOR_ID });
+      // The warm hold makes no calls, so it may share the process of a per-principal server with
+      // the principal that uses it (the operator's until another client's session uses it alone).
+      const view = await this.#pool.acquire(name, config, WARM_SESSION_ID, { principal: this.#sharing.holderOf(name) });
+      this.#learnSharing(name, config, view);
       const previous = this.#views.get(name);
       this.#errors.delete(name);
       if (keepWarm) this.#views.set(name, view);
@@ -133,6 +146,38 @@ export class WarmHold {
       (isSpawnFailure(wire.code) ? this.#logger.debug : this.#logger.warn).call(this.#logger, { server: name, code: wire.code, error: wire.message }, `${name} failed to start`);
       return false;
     }
+  }
+
+  /**
+   * Remembers what the tools of a start of `config` declare; when that makes the default policy
+   * differ from the held entry's (every tool turned out read-only: one process may serve
+   * everyone), the hold moves to an entry of the new policy and the old one drains.
+   */
+  #learnSharing(name: string, config: ServerConfig, view: PooledConnection): void {
+    this.#sharing.learnTools(config, view.tools);
+    if (config.sharing !== undefined || !this.#config.settings.keepWarm) return;
+    const entry = this.#pool.getSnapshot().servers[name]?.entrySummary.find((e) => e.entryIndex === view.entryIndex);
+    if (entry === undefined || entry.sharing === this.#sharing.decision(config, entry.era).policy) return;
+    this.#logger.info({ server: name, from: entry.sharing }, `${name}: its tools declare they change nothing; moving the warm hold to a shared entry`);
+    this.#serialize(() => this.warmOne(name));
+  }
+
+  /**
+   * A session of `principal` holds a view of configured server `name` now. When the hold keeps
+   * another principal's entry and nothing else uses that one, the hold moves to this principal's
+   * entry (it exists: no process starts) and the other drains: the one process kept warm is the
+   * one in use.
+   */
+  follow(name: string, principal: string): void {
+    if (!this.#config.settings.keepWarm || this.#closing() || this.#sharing.holderOf(name) === principal) return;
+    const held = this.#views.get(name);
+    if (held === undefined || this.#config.server(name) === undefined) return;
+    const entry = this.#pool.getSnapshot().servers[name]?.entrySummary.find((e) => e.entryIndex === held.entryIndex);
+    // Used by someone besides the hold (the same entry as this session's, for a shared server): it stays.
+    if (entry === undefined || entry.refs > 1) return;
+    this.#sharing.setHolder(name, principal);
+    this.#logger.debug({ server: name, entryIndex: held.entryIndex }, `${name}: the warm hold follows the client that uses it`);
+    this.#serialize(() => this.warmOne(name));
   }
 
   /** Forgets the views (the daemon released the warm session with every other at shutdown). */

@@ -5,7 +5,7 @@
  * apply with that `configProblem`); every running one too, configured or injected. It never holds
  * a fingerprint, an env value or a header.
  */
-import type { PoolSnapshot } from '@mcpool/core';
+import type { PoolSnapshot, ServerConfig, SharingPolicy } from '@mcpool/core';
 import type { WorkspaceMcpServer, WorkspaceMcpStatus } from '@mcpool/client';
 import type { DaemonSettings, LoadedConfig } from '../config/daemonConfig.js';
 import type { PlainError } from './failures.js';
@@ -16,6 +16,8 @@ export interface WorkspaceFigures {
   settings: Readonly<DaemonSettings>;
   /** Why the warm start of a server failed, while it stands. */
   warmError: (name: string) => PlainError | undefined;
+  /** Who may share a configured server's process, and why (its config's `sharing`, else the default from what is known of it). */
+  sharingOf: (config: ServerConfig, era: 'legacy' | 'modern' | undefined) => { policy: SharingPolicy; reason: string };
   ready: boolean;
   restSessions: number;
   mcpSessions: number;
@@ -42,6 +44,7 @@ export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
       ...(config ? { transport: config.transport } : cannotRun?.config ? { transport: cannotRun.config.transport } : {}),
       ...(lastError ? { lastError: { ...lastError } } : {}),
       ...(configProblem ? { configProblem: { code: configProblem.code, message: configProblem.message } } : {}),
+      ...(config ? { sharing: figures.sharingOf(config, live?.entrySummary.find((entry) => entry.era !== undefined)?.era) } : {}),
       ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
     };
     if (live === undefined) return { ...common, status: cannotRun ? 'unavailable' : lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };

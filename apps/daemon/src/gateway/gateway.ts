@@ -138,6 +138,7 @@ export class Gateway {
       joined: (name) => this.#joinWaits.delete(name),
       // A held listen stream costs what a legacy session does: it counts against the same caps.
       admitListen: (principal) => this.#admission(principal),
+      viewAcquired: (name, principal) => this.#daemon.serverUsed(name, principal),
     });
     this.#legacy = new LegacySessions({
       pool: this.#daemon.pool,
@@ -151,6 +152,7 @@ export class Gateway {
       ...(this.#daemon.telemetry === undefined ? {} : { around: (operation, serve) => this.#daemon.telemetry!.server.run(serverOperation(operation), serve, rpcFailure) }),
       joinDeadline: (name) => this.#joinDeadline(name),
       joined: (name) => this.#joinWaits.delete(name),
+      viewAcquired: (name, principal) => this.#daemon.serverUsed(name, principal),
     });
     // A server just authorized joins the sessions that were waiting for it (they get list_changed).
     this.#offAuth = this.#daemon.onServerAuthorized((name) => {

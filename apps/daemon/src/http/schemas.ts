@@ -88,6 +88,7 @@ export const workspaceMcpSchema = z.object({
       transport: z.enum(['stdio', 'http', 'sse', 'websocket']).optional(),
       lastError: plainError.optional(),
       configProblem: plainError.optional(),
+      sharing: z.object({ policy: sharingPolicy, reason: z.string() }).strict().optional(),
       retryAt: z.string().optional(),
     }).strict(),
   ),

@@ -85,7 +85,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * Variables as written: `${NAME}` and `${env:NAME}` both read NAME, so they read the same marker;
  * no value of this machine's environment enters a comparison.
  */
-const VARIABLES_AS_WRITTEN = new Proxy({} as Record<string, string>, {
+const VARIABLES_AS_WRITTEN: Record<string, string> = new Proxy({}, {
   get: (_, name) => `\u0000env:${String(name)}\u0000`,
   has: () => true,
   getOwnPropertyDescriptor: (_, name) => ({ value: `\u0000env:${String(name)}\u0000`, configurable: true, enumerable: true, writable: false }),

@@ -93,6 +93,8 @@ export interface LegacySessionsOptions {
   joinDeadline?(name: string): number;
   /** Told when an acquire of `name` settled (ready or failed): the host's window for it can close. */
   joined?(name: string): void;
+  /** Told when a view of `name` was acquired for `principal` (a host's warm hold can follow who uses a server). */
+  viewAcquired?(name: string, principal: string): void;
   /** A comment on a quiet SSE stream this often keeps proxies from closing it. @default 15000 */
   keepAliveMs?: number;
 }
@@ -225,7 +227,8 @@ export class LegacySession {
           const level = this.#levels.reset(view.id);
           if (level !== undefined) void view.request('logging/setLevel', { level }).catch(() => undefined);
         },
-        joined: () => {
+        joined: (name) => {
+          options.viewAcquired?.(name, init.principal);
           // A server that joins a running session changes what it can list.
           if (this.#wire !== undefined) this.#joinedLate = true;
         },

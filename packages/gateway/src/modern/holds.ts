@@ -39,6 +39,8 @@ export interface HoldsOptions {
   idleMs: number;
   /** Told when an acquire of `name` settled (the host's join window for it can close). */
   joined?(name: string): void;
+  /** Told when a view of `name` was acquired for `principal`. */
+  viewAcquired?(name: string, principal: string): void;
   logger?: Logger | undefined;
 }
 
@@ -71,6 +73,7 @@ export class Hold {
       logger: options.logger,
       settled: (name) => options.joined?.(name),
       events: {
+        joined: (name) => options.viewAcquired?.(name, principal),
         listChanged: (kind) => this.listens.listChanged(kind),
         resourceUpdated: (_server, uri) => this.listens.updated(uri),
         // A new server process may list other things than the one before it.

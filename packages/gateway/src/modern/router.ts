@@ -71,6 +71,8 @@ export interface ModernRouterOptions {
   joinDeadline?(name: string): number;
   /** Told when an acquire of `name` settled (ready or failed): the host's window for it can close. */
   joined?(name: string): void;
+  /** Told when a view of `name` was acquired for `principal` (a host's warm hold can follow who uses a server). */
+  viewAcquired?(name: string, principal: string): void;
   /**
    * Asked before a `subscriptions/listen` is held open for `principal`: a refusal (a typed code and
    * a message) is answered with that code's HTTP status and JSON-RPC error. A listen holds a stream
@@ -94,7 +96,7 @@ export class ModernRouter {
   #closed = false;
 
   constructor(options: ModernRouterOptions) {
-    this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), logger: options.logger });
+    this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), viewAcquired: (name, principal) => options.viewAcquired?.(name, principal), logger: options.logger });
     this.#continuations = new Continuations({ graceMs: options.continuationGraceMs });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
