@@ -5,8 +5,11 @@ import {
   interpolate,
   normalizeServerConfig,
   parseConfigText,
+  parseServerEntries,
   parseServersDocument,
   serverConfigSchema,
+  type ServerConfig,
+  type ServerConfigInput,
 } from '../src/config.js';
 import { ErrorCode, PoolError } from '../src/errors.js';
 
@@ -508,5 +511,56 @@ describe('unknown server fields', () => {
   it('an oauth typo is a warning that says the near name', () => {
     const { warnings } = normalizeServerConfig({ url: 'https://x.example.com', oauth: { audience: 'a' } }, { env });
     expect(warnings).toEqual([{ path: 'oauth.audience', message: 'unknown field "audience" ignored (did you mean "audiences"?)' }]);
+  });
+});
+
+describe('parseServerEntries: one entry’s problem is that entry’s', () => {
+  const doc = {
+    mcpServers: {
+      good: { command: 'node', args: ['a.js'] },
+      gh: { command: 'npx', env: { TOKEN: '${env:GH_TOKEN}', OTHER: '${ALSO_UNSET}' } },
+      typo: { comand: 'node' },
+      off: { command: 'x', disabled: true },
+    },
+  };
+
+  it('returns the valid servers, and each rejected one with an error holding only its own issues', () => {
+    const { servers, rejected, warnings } = parseServerEntries(doc, { env: {}, file: '/p/c.json' });
+    expect(servers).toEqual({ good: { transport: 'stdio', command: 'node', args: ['a.js'] } });
+    expect(Object.keys(rejected)).toEqual(['gh', 'typo']);
+    expect(rejected.gh!.data.issues.map((issue) => [issue.path, issue.unsetVariable])).toEqual([
+      ['mcpServers.gh.env.TOKEN', 'GH_TOKEN'],
+      ['mcpServers.gh.env.OTHER', 'ALSO_UNSET'],
+    ]);
+    expect(rejected.gh!.message).toContain('/p/c.json');
+    expect(rejected.typo!.data.issues[0]).toEqual({ path: 'mcpServers.typo.comand', expected: 'a known field (did you mean "command"?)', received: 'got unknown field "comand"' });
+    expect(rejected.typo!.data.issues.every((issue) => issue.path.startsWith('mcpServers.typo'))).toBe(true);
+    expect(warnings).toEqual([{ path: 'mcpServers.off', message: 'server "off" is disabled; skipped' }]);
+  });
+
+  it('still refuses a document with no servers map, or a blank name, as a whole', () => {
+    expect(() => parseServerEntries({ nope: {} }, { env: {} })).toThrow(ConfigError);
+    const blank = configErrorOf(() => parseServerEntries({ mcpServers: { ' ': { command: 'x' }, bad: { command: 1 } } }, { env: {} }));
+    // Every problem of the document is in the one error, in document order.
+    expect(blank.data.issues.map((issue) => issue.path)).toEqual(['mcpServers[" "]', 'mcpServers.bad.command']);
+  });
+
+  it('parseServersDocument stays all or nothing over it', () => {
+    const error = configErrorOf(() => parseServersDocument(doc, { env: {} }));
+    expect(error.data.issues.map((issue) => issue.path)).toEqual(['mcpServers.gh.env.TOKEN', 'mcpServers.gh.env.OTHER', 'mcpServers.typo.comand', 'mcpServers.typo']);
+  });
+});
+
+describe('ServerConfigInput: what users write', () => {
+  it('types a plain config object without a transport; the normalized ServerConfig needs one', () => {
+    const memory: ServerConfigInput = { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] };
+    const claudeCode: ServerConfigInput = { type: 'stdio', command: 'npx', env: {} };
+    const remote: ServerConfigInput = { url: 'https://mcp.example.com/mcp', headers: { 'X-Api-Key': '${env:KEY}' } };
+    // @ts-expect-error the normalized form has its transport resolved
+    const normalized: ServerConfig = { command: 'npx' };
+    expect(normalizeServerConfig(memory).config.transport).toBe('stdio');
+    expect(normalizeServerConfig(claudeCode).config.transport).toBe('stdio');
+    expect(normalizeServerConfig(remote, { env: { KEY: 'k' } }).config.transport).toBe('http');
+    expect(normalized.command).toBe('npx');
   });
 });

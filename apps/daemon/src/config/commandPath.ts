@@ -68,8 +68,8 @@ export function resolveCommand(config: ServerConfig, lookup: CommandLookup = {})
   }
   const found = onSearchPath(command, searchPath, cwd);
   if (found !== undefined) return { found };
-  const where = config.env?.PATH === undefined ? 'PATH' : "the server's env.PATH";
-  return { missing: `${JSON.stringify(command)} is not on the ${where} it would be spawned with` };
+  const where = config.env?.PATH === undefined ? 'the PATH' : "the server's env.PATH";
+  return { missing: `${JSON.stringify(command)} is not on ${where} it would be spawned with` };
 }
 
 /**
