@@ -9,7 +9,7 @@ import { Option, type Command } from 'commander';
 import { pino } from 'pino';
 import type { Readable, Writable } from 'node:stream';
 import { TOKEN_FILE } from '../auth.js';
-import { daemonUrl, port, UsageError, type CommandIo } from './clientCommands.js';
+import { daemonUrl, httpUrlOption, port, UsageError, type CommandIo } from './clientCommands.js';
 import type { LogLevel } from '../config/daemonConfig.js';
 import { BIN_PATH, defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
@@ -73,13 +73,7 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
   if (options.url !== undefined && options.port !== undefined) throw new UsageError('give --url or --port, not both');
   const explicitBase = options.url === undefined ? (options.port === undefined ? env.MCPOOL_URL : `http://127.0.0.1:${options.port}`) : undefined;
   const urlText = options.url ?? `${(await daemonUrl({ ...(options.config ? { config: options.config } : {}), ...(options.port === undefined ? {} : { port: options.port }) }, io)).replace(/\/+$/, '')}/mcp`;
-  let url: URL;
-  try {
-    url = new URL(urlText);
-  } catch {
-    throw new UsageError(`--url: not a URL: ${urlText}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url: expected an http(s) URL, got ${url.protocol}`);
+  const url = httpUrlOption(urlText);
 
   const stateDir = defaultStateDir({ env });
   const redactor = new SecretRedactor();

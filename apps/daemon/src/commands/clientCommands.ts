@@ -141,6 +141,18 @@ export async function stopDaemon(client: ConnectedClient): Promise<{ stopped: bo
   return { stopped: false, waitedMs: Date.now() - started };
 }
 
+/** `value` as an http(s) URL. @throws UsageError naming `option` for anything else. */
+export function httpUrlOption(value: string, option = '--url'): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`${option}: not a URL: ${value}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${option}: expected an http(s) URL, got ${url.protocol}`);
+  return url;
+}
+
 /** A `--port` value. @throws InvalidArgumentError (commander's) for anything but 0-65535. */
 export function port(value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('expected a port number (0-65535)');

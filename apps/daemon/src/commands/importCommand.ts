@@ -15,7 +15,7 @@ import { BIN_PATH, defaultStateDir, userConfigFile } from '../config/paths.js';
 import { applyChanges, undoLastImport } from '../import/backup.js';
 import { planImport, type ImportPlan, type PoolAddress } from '../import/plan.js';
 import { CLIENT_IDS, readClientFiles, type ClientId, type ServersLocation } from '../import/sources.js';
-import { daemonUrl, port, UsageError, type CommandIo } from './clientCommands.js';
+import { daemonUrl, httpUrlOption, port, UsageError, type CommandIo } from './clientCommands.js';
 
 export interface ImportOptions {
   from?: ClientId[];
@@ -52,14 +52,7 @@ function bridgeCommand(env: Record<string, string | undefined>): [string, ...str
 
 /** `http://host:port` of a `--url` (an `/mcp` endpoint given for it is cut back to its daemon). */
 function baseUrlOf(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(`--url: not a URL: ${value}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url: expected an http(s) URL, got ${url.protocol}`);
-  return url.href.replace(/\/+$/, '').replace(/\/mcp$/, '');
+  return httpUrlOption(value).href.replace(/\/+$/, '').replace(/\/mcp$/, '');
 }
 
 function clientList(value: string): ClientId[] {
