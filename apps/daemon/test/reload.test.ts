@@ -38,7 +38,7 @@ describe('POST /workspace/mcp/reload-all', () => {
     h.writeConfig({ mcpServers: { echo: echoWith(mark, 'two') }, daemon: { drainDelayMs: 100 } });
     const reload = await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
     expect(reload.statusCode).toBe(200);
-    expect(reload.json<ReloadResult>()).toEqual({ source: h.configPath, added: [], removed: [], changed: ['echo'], unchanged: [], needsRestart: [] });
+    expect(reload.json<ReloadResult>()).toEqual({ source: h.configPath, added: [], removed: [], changed: ['echo'], unchanged: [], needsRestart: [], rejected: [] });
 
     // 3. Old and new coexist: the old session on entry 0, the warm hold (and new sessions) on entry 1.
     expect(entriesOf(await status(), 'echo')).toEqual([
@@ -78,24 +78,32 @@ describe('POST /workspace/mcp/reload-all', () => {
     await vi.waitFor(async () => expect((await status()).servers.map((s) => s.name)).toEqual(['echo']), { timeout: 15_000, interval: 50 });
   });
 
-  it('409 for an invalid file: nothing applied, the error names the file and path, an event says so', async () => {
+  it('409 for a file that cannot be read as a whole: nothing applied, the error names the file and path, an event says so', async () => {
     const mark = marker('reload-bad');
     h = await harness({ mcpServers: { echo: echoWith(mark, 'one') } }, { marks: [mark] });
     const events: DaemonEventPayload[] = [];
     h.daemon.events.subscribe((event) => events.push(event.payload));
     const before = await status();
-    h.writeConfig({ mcpServers: { echo: { command: 5, env: { SECRET: 'value-that-must-not-leak' } } } });
+    // A bad daemon setting refuses the file; its bad server entry is named in the same error.
+    h.writeConfig({ mcpServers: { echo: { command: 5, env: { SECRET: 'value-that-must-not-leak' } } }, daemon: { port: 'seventy' } });
     const response = await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
     expect(response.statusCode).toBe(409);
     const body = response.json<{ code: string; message: string }>();
     expect(body.code).toBe('MCPOOL_CONFIG_REJECTED');
     expect(body.message).toContain(h.configPath);
+    expect(body.message).toContain('daemon.port');
     expect(body.message).toContain('mcpServers.echo.command');
     expect(body.message).not.toContain('value-that-must-not-leak');
     expect(await status()).toEqual(before);
     expect(events).toContainEqual(expect.objectContaining({ type: 'config_rejected', trigger: 'api' }));
     h.writeConfig('{ not json');
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).statusCode).toBe(409);
+    // A bad entry alone is that server's problem: the running one keeps its config, nothing leaks.
+    h.writeConfig({ mcpServers: { echo: { command: 5, env: { SECRET: 'value-that-must-not-leak' } } } });
+    const partial = await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
+    expect(partial.statusCode).toBe(200);
+    expect(partial.body).not.toContain('value-that-must-not-leak');
+    expect(partial.json<ReloadResult>().rejected).toEqual([{ name: 'echo', code: 'MCPOOL_CONFIG_INVALID', message: expect.stringContaining('mcpServers.echo.command') as unknown, keptRunning: true }]);
   });
 
   it('applies client tokens at once and reports daemon settings that need a restart', async () => {

@@ -469,7 +469,11 @@ export async function loadConfig(source: ConfigSource, env: Record<string, strin
   };
   const settings = collect(() => resolveSettings(doc, env, overrides, file));
   const parsed = collect(() => parseServerEntries(doc, { env, ...(file === undefined ? {} : { file, variables: { workspaceFolder: workspaceFolderOf(file) } }) }));
-  if (settings === undefined || parsed === undefined) throw new ConfigError(problems, file);
+  if (settings === undefined || parsed === undefined) {
+    // Refused as a whole: its servers' own problems are told in the same run.
+    for (const rejected of Object.values(parsed?.rejected ?? {})) problems.push(...rejected.data.issues);
+    throw new ConfigError(problems, file);
+  }
   const { servers, unavailable } = vetServers(parsed);
   const warnings = [...parsed.warnings];
   const daemonRaw = typeof doc === 'object' && doc !== null ? (doc as { daemon?: unknown }).daemon : undefined;
