@@ -31,19 +31,19 @@ describe('/readyz', () => {
     const mark = marker('readyz');
     const echo = fixtureConfig('echo.mjs', mark);
     h = await harness({ mcpServers: { echo } }, { marks: [mark] });
-    expect(await ready()).toEqual({ status: 200, body: { ready: true, servers: { total: 1, ready: 1, failed: 0 } } });
+    expect(await ready()).toEqual({ status: 200, body: { ready: true, servers: { total: 1, ready: 1, failed: 0, unavailable: 0 } } });
 
     // 1. A reload adds a server that takes a while to start: not ready until it has.
     h.writeConfig({ mcpServers: { echo, slow: fixtureConfig('slowInit.mjs', mark, { env: { FIXTURE_INIT_DELAY_MS: '1500' } }) } });
     const reloading = h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
     await vi.waitFor(async () => expect(await ready()).toMatchObject({ status: 503, body: { ready: false, servers: { total: 2, ready: 1, failed: 0 } } }), { timeout: 30_000, interval: 20 });
     expect((await reloading).statusCode).toBe(200);
-    expect(await ready()).toEqual({ status: 200, body: { ready: true, servers: { total: 2, ready: 2, failed: 0 } } });
+    expect(await ready()).toEqual({ status: 200, body: { ready: true, servers: { total: 2, ready: 2, failed: 0, unavailable: 0 } } });
 
     // 2. Another removes it and adds one that cannot start: ready (it has been started once), 1 failed.
     h.writeConfig({ mcpServers: { echo, bad: noisyFailure(mark) } });
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).statusCode).toBe(200);
-    expect(await ready()).toEqual({ status: 200, body: { ready: true, servers: { total: 2, ready: 1, failed: 1 } } });
+    expect(await ready()).toEqual({ status: 200, body: { ready: true, servers: { total: 2, ready: 1, failed: 1, unavailable: 0 } } });
   }, 120_000);
 });
 

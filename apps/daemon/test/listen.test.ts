@@ -69,7 +69,7 @@ describe('the daemon on a socket', () => {
     expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(running.app.server.address()).toMatchObject({ address: '127.0.0.1' });
     expect((await client.getWorkspaceMcp()).servers.map((s) => [s.name, s.entryCount])).toEqual([['echo', 1]]);
-    expect(await client.ready()).toEqual({ ready: true, servers: { total: 1, ready: 1, failed: 0 } });
+    expect(await client.ready()).toEqual({ ready: true, servers: { total: 1, ready: 1, failed: 0, unavailable: 0 } });
 
     // 1. Follow the stream while a session comes and goes.
     const stream = client.events({ retryMs: 10 });

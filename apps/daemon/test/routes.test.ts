@@ -87,6 +87,7 @@ describe('GET /workspace/mcp', () => {
       entryCount: 1,
       // The warm hold is the one ref; the fixture speaks the legacy era.
       entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' }],
+      sharing: { policy: 'shared', reason: 'set in its config' },
     });
   });
 
@@ -370,7 +371,7 @@ describe('system routes', () => {
     expect((await h.request({ method: 'GET', url: '/capabilities', token: VIEWER })).json()).toEqual({ version: expect.any(String), capabilities: [...CAPABILITIES] });
     expect(CAPABILITIES).toEqual(expect.arrayContaining(['mcp_workspace_pool', 'mcp_pool_restart']));
     expect(healthSchema.parse((await h.request({ method: 'GET', url: '/healthz' })).json()).status).toBe('ok');
-    expect(readySchema.parse((await h.request({ method: 'GET', url: '/readyz' })).json())).toEqual({ ready: true, servers: { total: 2, ready: 2, failed: 0 } });
+    expect(readySchema.parse((await h.request({ method: 'GET', url: '/readyz' })).json())).toEqual({ ready: true, servers: { total: 2, ready: 2, failed: 0, unavailable: 0 } });
   });
 
   it('/metrics: prom-client text with entries, refs, spawns, restarts, failures, call latency, budget, zombies', async () => {

@@ -64,6 +64,7 @@ export type {
   SharingPolicy,
   ToolInfo,
   TransportKind,
+  TransportSpelling,
   UpstreamNotification,
   ViewClientInfo,
   WireError,

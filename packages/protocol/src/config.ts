@@ -219,6 +219,9 @@ export const serverConfigSchema = z.object({
 
 type RawEntry = z.infer<typeof serverConfigSchema>;
 
+/** How configs spell a transport: a {@link TransportKind}, or another client's name for one. */
+export type TransportSpelling = TransportKind | 'streamable-http' | 'streamableHttp' | 'ws';
+
 /**
  * A server entry as users write it: a Claude/Cursor/Gemini `mcpServers` entry or a VS Code
  * `servers` entry, every field optional (`type`/`transport` is inferred from `command` or `url`).
@@ -230,7 +233,36 @@ type RawEntry = z.infer<typeof serverConfigSchema>;
  * const memory: ServerConfigInput = { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] };
  * ```
  */
-export type ServerConfigInput = z.input<typeof serverConfigSchema>;
+export interface ServerConfigInput {
+  /** `stdio`, `http` (also `streamable-http`, `streamableHttp`), `sse`, `websocket` (also `ws`). @default inferred: `command` → stdio, `url` → http (ws:// → websocket) */
+  type?: TransportSpelling | undefined;
+  /** The same as `type` (some clients write this). */
+  transport?: TransportSpelling | undefined;
+  command?: string | undefined;
+  args?: string[] | undefined;
+  cwd?: string | undefined;
+  env?: Record<string, string> | undefined;
+  url?: string | undefined;
+  httpUrl?: string | undefined;
+  headers?: Record<string, string> | undefined;
+  /** Per-request timeout in milliseconds. */
+  timeout?: number | undefined;
+  /** The longest message this stdio server may send, in bytes (at least 1024). @default the pool's `maxMessageBytes` */
+  maxMessageBytes?: number | undefined;
+  oauth?: OAuthConfig | null | undefined;
+  sharing?: SharingPolicy | undefined;
+  includeTools?: string[] | undefined;
+  excludeTools?: string[] | undefined;
+  trust?: boolean | undefined;
+  description?: string | undefined;
+  /** Skip this entry (a document's `disabled` servers are left out with a warning). */
+  disabled?: boolean | undefined;
+}
+
+// The input type and the schema describe one shape: the compiler checks they agree, both ways.
+type Mutual<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const inputMatchesSchema: [Mutual<ServerConfigInput, z.input<typeof serverConfigSchema>>, Mutual<keyof ServerConfigInput, keyof z.input<typeof serverConfigSchema>>] = [true, true];
+void inputMatchesSchema;
 
 /** Every raw field {@link serverConfigSchema} knows, read from its shape. */
 export const KNOWN_CONFIG_FIELDS: readonly string[] = Object.freeze(Object.keys(serverConfigSchema.shape));

@@ -13,7 +13,7 @@ export {
   serverConfigSchema,
   SHARING_POLICIES,
 } from './config.js';
-export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ParsedServerEntries, ServerConfig, ServerConfigInput, SharingPolicy, TransportKind } from './config.js';
+export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ParsedServerEntries, ServerConfig, ServerConfigInput, SharingPolicy, TransportKind, TransportSpelling } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,

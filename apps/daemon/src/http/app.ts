@@ -87,7 +87,7 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
     {
       method: 'POST',
       url: '/workspace/mcp/reload-all',
-      summary: 'Re-read the config: changed fingerprints get new entries, old ones drain as their sessions leave',
+      summary: 'Re-read the config, server by server: changed fingerprints get new entries, old ones drain as their sessions leave; an entry that cannot run is reported in `rejected` (a running server keeps its last good config)',
       right: 'write',
       responses: { 200: { description: 'What changed', schema: reloadResultSchema } },
       errors: [409, 501, 503],

@@ -32,12 +32,12 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or unknown bearer token (`MCPOOL_UNAUTHORIZED`)',
   403: 'Missing right, or Host / Origin not allowed (`MCPOOL_FORBIDDEN`)',
   404: 'Unknown server, entry or session (`MCPOOL_NOT_FOUND`)',
-  409: 'Conflict (`MCPOOL_CONFIG_REJECTED`: the config file is invalid, nothing was applied)',
+  409: 'Conflict (`MCPOOL_CONFIG_REJECTED`: the config file cannot be read as a whole, nothing was applied; a bad server entry alone is reported in `rejected`)',
   413: 'Body too large (`MCPOOL_PAYLOAD_TOO_LARGE`)',
   415: 'Body is not application/json (`MCPOOL_UNSUPPORTED_MEDIA_TYPE`)',
   501: 'Not supported by this daemon (`MCPOOL_NOT_IMPLEMENTED`: no config source to reload)',
   502: 'An upstream MCP server failed (`MCPOOL_UPSTREAM_ERROR`, `MCPOOL_SPAWN_FAILED`, …)',
-  503: 'Shutting down or not ready (`MCPOOL_SHUTTING_DOWN`, `MCPOOL_NOT_READY`, `MCPOOL_BUDGET_EXHAUSTED`)',
+  503: 'Shutting down, not ready, or a server that cannot run (`MCPOOL_SHUTTING_DOWN`, `MCPOOL_NOT_READY`, `MCPOOL_BUDGET_EXHAUSTED`, `MCPOOL_SERVER_UNAVAILABLE`)',
   504: 'An upstream call or start timed out',
 };
 
