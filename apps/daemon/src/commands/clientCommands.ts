@@ -186,8 +186,8 @@ export function formatSessions(sessions: SessionInfo[], mcpSessions: WorkspaceSe
     for (const session of mcpSessions) {
       const servers = session.servers.map((server) => `${server.name}${server.status === 'connected' ? '' : ` (${server.status})`}`).join(', ');
       const era = session.era === 'modern' ? `modern (${session.listens ?? 0} listen${session.listens === 1 ? '' : 's'})` : (session.era ?? 'legacy');
-      const mcpClient = session.client === undefined ? '-' : `${session.client.name} ${session.client.version}`;
-      rows.push([session.id, era, session.clientId, mcpClient, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
+      const client = session.client === undefined ? '-' : `${session.client.name} ${session.client.version}`;
+      rows.push([session.id, era, session.clientId, client, session.createdAt, session.lastActivityAt, session.scope === undefined ? '/mcp' : `/mcp/${session.scope}`, servers || '-']);
     }
     out.push(table(rows));
   }

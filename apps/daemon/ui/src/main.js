@@ -170,7 +170,7 @@ function Sessions({ sessions, onCloseIdle, busy }) {
     <thead><tr><th>Client</th><th>MCP client</th><th>Kind</th><th>Session</th><th>Servers</th><th>Opened</th><th>Last activity</th></tr></thead>
     <tbody>${sessions.map((session) => html`<tr data-session=${session.id} data-kind=${session.kind} data-client=${session.clientId}>
       <td class="client">${session.clientId}</td>
-      <td class="mcp-client">${session.mcpClient ? `${session.mcpClient.name} ${session.mcpClient.version}` : '—'}</td>
+      <td class="mcp-client">${session.client ? `${session.client.name} ${session.client.version}` : '—'}</td>
       <td class="kind"><span class="tag">${session.kind === 'mcp' ? `mcp${session.scope ? `/${session.scope}` : ''}` : 'rest'}</span></td>
       <td><code title=${session.id}>${shortId(session.id)}</code>${session.label ? ` ${session.label}` : ''}</td>
       <td class="held">${session.servers.map((s) => `${s.name}${s.status === 'connected' ? '' : ` (${s.status})`}`).join(', ') || '—'}</td>
