@@ -4,8 +4,9 @@
  * the clients' files, planning the merge into the daemon's config (pure), writing the changes
  * with a backup, and undoing the last import — the same functions the command runs.
  */
-export { CLIENT_IDS, candidateFiles, httpPointer, parseClientDocument, readClientFiles, serversLocations } from './sources.js';
-export type { ClientFile, ClientId, FileFormat, FoundProblem, LocateOptions as ClientFilesOptions, PointerKind, ReadClientFile, ServersLocation } from './sources.js';
+export { CLIENT_IDS, candidateFiles, parseClientDocument, readClientFiles, serversLocations } from './sources.js';
+export type { ClientFile, ClientId, FileFormat, FoundProblem, LocateOptions as ClientFilesOptions, ReadClientFile, ServersLocation } from './sources.js';
+export { pointerEntry } from './pointers.js';
 export { planImport } from './plan.js';
 export type { FileChange, ImportPlan, ImportedServer, PlanOptions, PoolAddress, SkippedServer } from './plan.js';
 export { applyChanges, backupRoot, undoLastImport } from './backup.js';

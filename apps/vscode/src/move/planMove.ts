@@ -4,8 +4,8 @@
  * command merges them — identical ones once, a clashing name renamed, `${workspaceFolder}`
  * replaced by the folder, entries the daemon cannot run (`${input:…}`) left where they are — and
  * then taken out of `.vscode/mcp.json`, because this window now gets them from the pool (the
- * command's `--rewrite` would point them at the pool instead, with the token in the file; this
- * never writes the token anywhere). Every file is backed up: `mcpool import --undo` and the
+ * command's `--rewrite` would leave pointers to the pool instead; neither writes the token
+ * anywhere). Every file is backed up: `mcpool import --undo` and the
  * extension's undo put both back byte for byte.
  */
 import { homedir } from 'node:os';
@@ -66,7 +66,8 @@ export async function planMove(options: MoveOptions): Promise<MovePlan> {
     files,
     target: { file: options.configFile, text: targetText },
     rewrite: false,
-    pool: { baseUrl: options.baseUrl, token: undefined, bridgeCommand: ['mcpool'] },
+    pool: { baseUrl: options.baseUrl, bridgeCommand: ['mcpool'], bridgeArgs: [] },
+    commandLookup: { path: options.env.PATH },
   });
 
   const moved: MovePlan['moved'] = [];
