@@ -235,7 +235,7 @@ export class Gateway {
    */
   async closeIdle(principal: Principal, idleForMs: number): Promise<string[]> {
     const now = Date.now();
-    const idle = [...this.#sessions.values()].filter((session) => (principal.id === OPERATOR_ID || session.principalId === principal.id) && isIdle(session, now, idleForMs));
+    const idle = [...this.#sessions.values()].filter((session) => (principal.id === OPERATOR_ID || session.principal === principal.id) && isIdle(session, now, idleForMs));
     await Promise.all(idle.map((session) => session.close('closed as idle through the REST API')));
     if (idle.length > 0) this.#logger.info({ by: principal.id, closed: idle.length, idleForMs }, `ended ${idle.length} idle /mcp session(s)`);
     return idle.map((session) => session.id);

@@ -10,7 +10,7 @@
 
 /** What these rules read of a session. */
 export interface IdleCandidate {
-  readonly principalId: string;
+  readonly principal: string;
   readonly closed: boolean;
   /** HTTP requests under way, GET streams included. */
   readonly active: number;
@@ -27,7 +27,7 @@ export function isIdle(session: IdleCandidate, now: number, idleForMs = 0): bool
 export function leastRecentlyUsedIdle<S extends IdleCandidate>(sessions: Iterable<S>, principalId: string, now: number): S | undefined {
   let oldest: S | undefined;
   for (const session of sessions) {
-    if (session.principalId !== principalId || !isIdle(session, now)) continue;
+    if (session.principal !== principalId || !isIdle(session, now)) continue;
     if (oldest === undefined || session.lastSeen < oldest.lastSeen) oldest = session;
   }
   return oldest;
