@@ -77,7 +77,10 @@ beforeAll(async () => {
         echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }),
         conf: fixtureConfig('conformance.mjs', mark, { sharing: 'shared' }),
         hidden: fixtureConfig('echo.mjs', mark, { sharing: 'shared', excludeTools: ['add'] }),
-        broken: { command: `/nonexistent/mcpool-refusals-${randomUUID()}` },
+        // Found on PATH, so it loads; it exits before answering initialize, so its spawn fails.
+        broken: { command: process.execPath, args: ['-e', 'process.exit(3)'] },
+        // Not found: the server cannot run at all, and the rest run.
+        missing: { command: `/nonexistent/mcpool-refusals-${randomUUID()}` },
         remote: { type: 'http', url: proxyUrl },
       },
       daemon: { clients: [{ id: 'limited', tokenEnv: 'REFUSALS_LIMITED', rights: ['read'], servers: ['echo'] }] },
@@ -197,6 +200,14 @@ const ROWS: Row[] = [
     legacy: () => legacyInitialize('/mcp/conf', LIMITED),
     modern: () => modern('tools/list', {}, { path: '/mcp/conf', token: LIMITED }),
     message: 'this client may not use server "conf"',
+  },
+  {
+    refusal: 'an endpoint of a configured server that cannot run',
+    code: ErrorCode.SERVER_UNAVAILABLE,
+    httpLevel: ['legacy', 'modern'],
+    legacy: () => legacyInitialize('/mcp/missing'),
+    modern: () => modern('tools/list', {}, { path: '/mcp/missing' }),
+    message: 'missing is unavailable: ',
   },
   {
     refusal: 'a server of the endpoint that did not start',
