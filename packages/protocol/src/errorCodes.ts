@@ -147,6 +147,13 @@ export const ErrorCode = {
   NOT_READY: 'MCPOOL_NOT_READY',
   /** The pool in use has no support for this operation. */
   NOT_IMPLEMENTED: 'MCPOOL_NOT_IMPLEMENTED',
+  /**
+   * A signed-in user's token could not be checked: the configured issuer's keys (its JWKS, or the
+   * metadata naming them) did not answer. Not the token's fault: retry later.
+   */
+  ISSUER_UNAVAILABLE: 'MCPOOL_ISSUER_UNAVAILABLE',
+  /** The shared store (Redis) did not answer: what it keeps (upstream OAuth grants) cannot be read or written now. */
+  STORE_UNAVAILABLE: 'MCPOOL_STORE_UNAVAILABLE',
 
   // --- A 2026-07-28 request on `/mcp` (in `error.data.code` of the JSON-RPC error) -------------
   /**
@@ -297,6 +304,8 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.SHUTTING_DOWN]: 503,
   [ErrorCode.NOT_READY]: 503,
   [ErrorCode.NOT_IMPLEMENTED]: 501,
+  [ErrorCode.ISSUER_UNAVAILABLE]: 503,
+  [ErrorCode.STORE_UNAVAILABLE]: 503,
   [ErrorCode.HEADER_MISMATCH]: 400,
   [ErrorCode.UNSUPPORTED_PROTOCOL_VERSION]: 400,
   [ErrorCode.METHOD_NOT_FOUND]: 404,
@@ -367,6 +376,8 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.SHUTTING_DOWN]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_READY]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.NOT_IMPLEMENTED]: JsonRpcCode.METHOD_NOT_FOUND,
+  [ErrorCode.ISSUER_UNAVAILABLE]: JsonRpcCode.SERVER_ERROR,
+  [ErrorCode.STORE_UNAVAILABLE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.HEADER_MISMATCH]: JsonRpcCode.HEADER_MISMATCH,
   [ErrorCode.UNSUPPORTED_PROTOCOL_VERSION]: JsonRpcCode.UNSUPPORTED_PROTOCOL_VERSION,
   [ErrorCode.METHOD_NOT_FOUND]: JsonRpcCode.METHOD_NOT_FOUND,

@@ -16,6 +16,7 @@ import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/address.js';
 import { vetServers, type UnavailableServer } from './serverAvailability.js';
+import { resolveStore, resolveUsers, storeSchema, usersSchema, type StoreSettings, type UsersSettings } from './teamSettings.js';
 import { issuesFrom, type Issue } from './zodIssues.js';
 
 /** Where the config came from. */
@@ -74,6 +75,13 @@ export interface DaemonSettings {
   callTimeoutMs: number;
   /** Deadline of `drainAll` at shutdown; children still alive then are killed. @default 10000 */
   shutdownTimeoutMs: number;
+  /**
+   * On SIGTERM (or `mcpool stop`), how long calls in flight may take to finish before the shutdown
+   * cancels them. `/readyz` answers 503 from the signal on and new legacy `/mcp` sessions are
+   * refused, while everything else is still served, so a balancer moves traffic away first.
+   * @default 0 (calls in flight are cancelled at once)
+   */
+  drainTimeoutMs: number;
   /** Extra clients and their rights. The daemon's own token has both rights. @default [] */
   clients: ClientSpec[];
   /** Host names accepted in the `Host` header besides localhost, 127.0.0.1 and [::1]. @default [] */
@@ -154,6 +162,10 @@ export interface DaemonSettings {
   insecureNoAuthLoopback: boolean;
   /** @default off: `{ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60000 }` */
   telemetry: TelemetrySettings;
+  /** Signed-in users: JWT access tokens from one issuer, beside the static tokens. @default undefined (static tokens only) */
+  users: UsersSettings | undefined;
+  /** Where upstream OAuth grants are kept. @default { kind: 'file' } (the state directory) */
+  store: StoreSettings;
 }
 
 export interface ActorHeartbeatSettings {
@@ -197,6 +209,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   spawnTimeoutMs: undefined,
   callTimeoutMs: 60_000,
   shutdownTimeoutMs: 10_000,
+  drainTimeoutMs: 0,
   clients: [],
   allowedHosts: [],
   allowedOrigins: [],
@@ -223,6 +236,8 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   maxConnectionsPerAddress: 256,
   insecureNoAuthLoopback: false,
   telemetry: Object.freeze({ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60_000 }),
+  users: undefined,
+  store: Object.freeze({ kind: 'file' as const }),
 });
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -251,6 +266,7 @@ export const daemonSectionSchema = z
     spawnTimeoutMs: ms,
     callTimeoutMs: ms,
     shutdownTimeoutMs: ms,
+    drainTimeoutMs: ms,
     clients: z.array(clientSchema),
     allowedHosts: z.array(z.string().min(1)),
     allowedOrigins: z.array(z.string().min(1)),
@@ -294,6 +310,8 @@ export const daemonSectionSchema = z
       })
       .partial()
       .strict(),
+    users: usersSchema,
+    store: storeSchema,
   })
   .partial()
   .strict();
@@ -311,6 +329,7 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_MAX_IDLE_MS: { path: ['maxIdleMs'], parse: Number },
   MCPOOL_SPAWN_TIMEOUT_MS: { path: ['spawnTimeoutMs'], parse: Number },
   MCPOOL_CALL_TIMEOUT_MS: { path: ['callTimeoutMs'], parse: Number },
+  MCPOOL_DRAIN_TIMEOUT_MS: { path: ['drainTimeoutMs'], parse: Number },
   MCPOOL_ALLOWED_ORIGINS: { path: ['allowedOrigins'], parse: list },
   MCPOOL_LOG_LEVEL: { path: ['logLevel'], parse: String },
   MCPOOL_MCP_SESSION_TTL_MS: { path: ['mcpSessionTtlMs'], parse: Number },
@@ -387,7 +406,7 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     }
   }
   if (issues.length > 0) throw new ConfigError(issues, file);
-  const { statusPollMs: _noEffect, ...known } = section;
+  const { statusPollMs: _noEffect, users, store, ...known } = section;
   const merged: DaemonSettings = {
     ...DEFAULT_SETTINGS,
     ...stripUndefined(known),
@@ -395,6 +414,8 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     budget: { ...DEFAULT_SETTINGS.budget, ...stripUndefined(section.budget ?? {}), ...stripUndefined(fromEnv.budget ?? {}) },
     telemetry: { ...DEFAULT_SETTINGS.telemetry, ...stripUndefined(section.telemetry ?? {}) },
     actorHeartbeat: { ...DEFAULT_SETTINGS.actorHeartbeat, ...stripUndefined(section.actorHeartbeat ?? {}) },
+    users: users === undefined ? undefined : resolveUsers(users),
+    store: resolveStore(store),
   };
   if (overrides.port !== undefined) merged.port = overrides.port;
   if (overrides.host !== undefined) merged.host = overrides.host;

@@ -8,11 +8,14 @@
  *   `write` right and none when it is read-only (a viewer token must not gain tool calls).
  * - `clients[].includeTools` / `excludeTools` name tools and prompts as `<server>__<name>`, the
  *   way `/mcp` shows them; exclude wins.
+ * - A signed-in user (`user:<sub>`) has the profile of `users`: its `servers` (every configured
+ *   server when unset: the gateway is what users sign in for), `includeTools`, `excludeTools`.
  */
 import type { Principal } from '../auth.js';
 import { OPERATOR_ID } from '../auth.js';
 import type { DaemonSettings } from '../config/daemonConfig.js';
 import { qualify, type GatewayAccess } from '@mcpool/gateway';
+import { isUserPrincipal } from '../users/jwtUsers.js';
 
 /** The principal of `/mcp` requests in the no-token loopback test mode (not a valid client id). */
 export const ANONYMOUS_ID = 'anonymous:loopback';
@@ -23,9 +26,9 @@ const NOTHING: GatewayAccess = { servers: new Set(), allows: () => false };
 
 export function accessOf(principal: Principal, settings: Readonly<DaemonSettings>, configured: readonly string[]): GatewayAccess {
   if (principal.id === OPERATOR_ID || principal.id === ANONYMOUS_ID) return { servers: new Set(configured), allows: () => true };
-  const spec = settings.clients.find((client) => client.id === principal.id);
+  const spec = isUserPrincipal(principal.id) ? settings.users : settings.clients.find((client) => client.id === principal.id);
   if (spec === undefined) return NOTHING;
-  const wanted = spec.servers ?? (principal.rights.has('write') ? configured : []);
+  const wanted = spec.servers ?? (principal.rights.has('write') || isUserPrincipal(principal.id) ? configured : []);
   const servers = new Set(wanted.filter((name) => configured.includes(name)));
   const include = spec.includeTools === undefined ? undefined : new Set(spec.includeTools);
   const exclude = new Set(spec.excludeTools ?? []);

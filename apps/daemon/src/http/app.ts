@@ -36,6 +36,8 @@ import { limitConnectionsPerAddress, securityHook, securityPolicy, serverTimeout
 import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
 import { UiSessions } from './uiSessions.js';
+import { JwtUsers } from '../users/jwtUsers.js';
+import { METADATA_PATH, ProtectedResource } from '../users/protectedResource.js';
 
 /** Feature tags of `GET /capabilities`. Clients ignore tags they do not know. */
 export const CAPABILITIES: readonly string[] = Object.freeze([
@@ -316,7 +318,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const secret = sessionCookie(request);
     return secret === undefined ? undefined : uiSessions.identify(secret);
   };
-  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession }));
+  // Signed-in users: JWTs from the configured issuer, and the metadata that tells clients where it is.
+  const users = settings.users === undefined ? undefined : { verifier: new JwtUsers(settings.users), resource: new ProtectedResource(settings.users, () => Object.keys(daemon.config.servers)) };
+  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession, ...(users === undefined ? {} : { users }) }));
+  if (users !== undefined) {
+    const metadata = (suffix: string, reply: FastifyReply) => {
+      const document = users.resource.metadata(suffix);
+      return document === undefined ? reply.code(404).send(errorBody(DaemonErrorCode.NOT_FOUND, 'no protected resource there')) : reply.header('cache-control', 'max-age=300').send(document);
+    };
+    app.get(METADATA_PATH, { config: { public: true } }, (_request, reply) => metadata('', reply));
+    app.get(`${METADATA_PATH}/*`, { config: { public: true } }, (request, reply) => metadata(`/${(request.params as { '*': string })['*']}`, reply));
+  }
   // Last line of defence: no known secret leaves in a body.
   app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? redactor.scrub(payload) : payload));
   app.addHook('onResponse', async (request, reply) => {

@@ -7,8 +7,11 @@
  *    answered here (a preflight carries no token);
  * 3. a bearer token the daemon knows (it can run commands, so every surface is authenticated)
  *    → 401, except on a public route (`/healthz`: a liveness probe by a service manager has
- *    no token, and the answer holds no data);
- * 4. the route's right (`read` for GETs, `write` for the rest) → 403.
+ *    no token, and the answer holds no data); with signed-in users configured, a JWT from their
+ *    issuer is a token the daemon knows too, and a 401 points at the Protected Resource
+ *    Metadata (RFC 9728) so a client can sign its user in;
+ * 4. the route's right (`read` for GETs, `write` for the rest) → 403 (for a user, with the scope
+ *    that would grant it, when one does: RFC 6750 `insufficient_scope`).
  */
 import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
@@ -17,6 +20,8 @@ import type { Logger } from 'pino';
 import type { Right } from '@mcpool/client';
 import type { Principal, TokenRegistry } from '../auth.js';
 import { normalizeOrigin } from '../config/daemonConfig.js';
+import { UserTokenRefused, isUserPrincipal, looksLikeJwt, type JwtUsers } from '../users/jwtUsers.js';
+import type { ProtectedResource } from '../users/protectedResource.js';
 import { DaemonErrorCode, HttpError } from './errors.js';
 
 /** Host names always accepted: the loopback names. */
@@ -99,6 +104,8 @@ export interface SecurityHookOptions {
   anonymous?: () => Principal | undefined;
   /** The principal of a dashboard session cookie, if the request carries a valid one. */
   cookieSession?: (request: FastifyRequest) => Principal | undefined;
+  /** Signed-in users (JWT access tokens from the configured issuer). @default static tokens only */
+  users?: { verifier: JwtUsers; resource: ProtectedResource };
 }
 
 /** The `onRequest` hook doing the four checks. `policy` is read per request (reload updates it). */
@@ -147,17 +154,35 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
     }
     const match = authorization === undefined ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
     let principal = match ? tokens.identify(match[1]!) : undefined;
+    const users = options.users;
+    const path = (request.raw.url ?? '/').split('?', 1)[0]!;
+    // Not a static token: a signed-in user's JWT, if users are configured (an unreachable
+    // issuer throws ISSUER_UNAVAILABLE: the token may be fine, so not a 401).
+    let refused: UserTokenRefused | undefined;
+    if (principal === undefined && match && users !== undefined && looksLikeJwt(match[1]!)) {
+      try {
+        principal = await users.verifier.identify(match[1]!, users.resource.audiences());
+      } catch (error) {
+        if (!(error instanceof UserTokenRefused)) throw error;
+        refused = error;
+      }
+    }
     // A dashboard cookie: the browser sends it with every same-site request, so a change
     // (anything but GET) also needs the page's own Origin, which a cross-site form cannot forge.
     if (authorization === undefined && (request.method === 'GET' || sameOrigin)) principal = options.cookieSession?.(request);
     if (principal === undefined) {
-      reply.header('www-authenticate', 'Bearer realm="mcpool"');
-      throw new HttpError(DaemonErrorCode.UNAUTHORIZED, authorization === undefined ? 'a bearer token is required' : 'the bearer token is not valid');
+      const invalid = refused !== undefined ? { reason: refused.reason, description: refused.message } : authorization === undefined ? undefined : { reason: 'malformed' as const, description: 'the bearer token is not valid' };
+      reply.header('www-authenticate', users === undefined ? 'Bearer realm="mcpool"' : users.resource.challenge(path, invalid));
+      throw new HttpError(DaemonErrorCode.UNAUTHORIZED, authorization === undefined ? 'a bearer token is required' : (refused?.message ?? 'the bearer token is not valid'));
     }
     request.principal = principal;
     // An unknown route only needs a valid token to learn that it is unknown.
     const right: Right = request.is404 ? 'read' : (request.routeOptions.config?.right ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write'));
-    if (!principal.rights.has(right)) throw new HttpError(DaemonErrorCode.FORBIDDEN, `this token lacks the ${right} right`);
+    if (!principal.rights.has(right)) {
+      const scope = users !== undefined && isUserPrincipal(principal.id) ? users.resource.scopeFor(right) : undefined;
+      if (scope !== undefined) reply.header('www-authenticate', users!.resource.challenge(path, { insufficientScope: scope }));
+      throw new HttpError(DaemonErrorCode.FORBIDDEN, `this token lacks the ${right} right`);
+    }
   };
 }
 
