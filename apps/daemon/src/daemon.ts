@@ -8,8 +8,9 @@
  *   their idle reaper;
  * - `entryWatcher`: the pool's events as daemon events and log lines;
  * - `workspaceStatus`, `poolOptions`.
- * What stays here is what crosses them: authorization, restart, reload, and shutdown in order
- * (calls, streams, sessions, then servers), each server stopped gracefully within the deadline.
+ * What stays here is what crosses them: authorization, restart, reload, the drain before a stop
+ * (not ready, no new session, calls in flight finish), and shutdown in order (calls, streams,
+ * sessions, then servers), each server stopped gracefully within the deadline.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, McpTransportPool, PoolError, type DrainAllResult, type McpTransportPoolOptions } from '@mcpool/core';
@@ -96,7 +97,10 @@ export class Daemon {
   /** Open `/mcp` sessions, as the gateway counts them (0 until a gateway registers). */
   #mcpSessions: () => number = () => 0;
   #mcpSessionsByClient: () => Map<string, number> = () => new Map();
+  /** Calls under way through `/mcp` (0 until a gateway registers). */
+  #mcpCalls: () => number = () => 0;
   #accepting = true;
+  #draining: Promise<{ drained: boolean; left: number }> | undefined;
   #chain: Promise<unknown> = Promise.resolve();
   #closing: Promise<DrainAllResult> | undefined;
 
@@ -173,6 +177,7 @@ export class Daemon {
       publish,
       clock: options.clock ?? SYSTEM_CLOCK,
       assertAccepting: () => this.#assertAccepting(),
+      assertOpening: () => this.assertOpening(),
       telemetry: this.telemetry?.server,
       onServerUsed: (name, principal) => this.serverUsed(name, principal),
     });
@@ -199,6 +204,11 @@ export class Daemon {
     this.#warm.follow(name, principal);
   }
 
+  /** The `/mcp` gateway tells the daemon how many calls it has under way (the drain waits for them). */
+  countMcpCallsWith(count: () => number): void {
+    this.#mcpCalls = count;
+  }
+
   /** Counts a refusal by an admission limit (`/metrics`: `mcpool_admission_refusals_total`). */
   refused(limit: AdmissionLimit): void {
     this.metrics.refusals.inc({ limit });
@@ -214,6 +224,16 @@ export class Daemon {
 
   get accepting(): boolean {
     return this.#accepting;
+  }
+
+  /** True from the start of a drain (SIGTERM) on: `/readyz` is 503 and no new session opens. */
+  get draining(): boolean {
+    return this.#draining !== undefined;
+  }
+
+  /** Calls under way: REST tool calls and `/mcp` requests (a listen stream is not a call). */
+  get callsInFlight(): number {
+    return this.sessions.inFlightCalls + this.#mcpCalls();
   }
 
   /**
@@ -245,9 +265,10 @@ export class Daemon {
     });
   }
 
-  /** `GET /readyz`: see `daemon/readiness.ts`. */
+  /** `GET /readyz`: see `daemon/readiness.ts`; never ready while draining. */
   readiness(): ReadyResponse {
-    return this.#warm.readiness();
+    const warm = this.#warm.readiness();
+    return this.draining ? { ...warm, ready: false, draining: true } : warm;
   }
 
   /**
@@ -434,6 +455,29 @@ export class Daemon {
 
   // --- Shutdown -------------------------------------------------------------------------------
 
+  /**
+   * The first step of a stop, for a balancer: `/readyz` answers 503 from now on (before anything
+   * else, so the balancer's next probe moves new work away), new sessions (REST and legacy `/mcp`)
+   * are refused with 503, and everything else is still served while the calls in flight finish,
+   * for at most `drainTimeoutMs`. Resolves with whether they all did (`left`: those still under
+   * way, which the shutdown then cancels). Idempotent.
+   */
+  drain(): Promise<{ drained: boolean; left: number }> {
+    this.#draining ??= (async () => {
+      const timeoutMs = this.#config.settings.drainTimeoutMs;
+      this.#logger.info({ calls: this.callsInFlight, timeoutMs }, 'draining: not ready, no new sessions, calls in flight finish');
+      const deadline = Date.now() + timeoutMs;
+      // Polled: the calls end in several places (REST, both eras of `/mcp`), and a stop is rare.
+      while (this.callsInFlight > 0 && Date.now() < deadline) {
+        await new Promise<void>((resolve) => setTimeout(resolve, Math.min(25, Math.max(1, deadline - Date.now()))).unref());
+      }
+      const left = this.callsInFlight;
+      if (left > 0) this.#logger.warn({ left, timeoutMs }, 'drain deadline passed with calls in flight: they are cancelled');
+      return { drained: left === 0, left };
+    })();
+    return this.#draining;
+  }
+
   /** Registers an open event stream so shutdown can end it; returns the unregister function. */
   trackStream(close: () => void): () => void {
     this.#streams.add(close);
@@ -470,6 +514,12 @@ export class Daemon {
       return result;
     })();
     return this.#closing;
+  }
+
+  /** @throws PoolError SHUTTING_DOWN once draining: a new session would be cut by the stop that follows. */
+  assertOpening(): void {
+    this.#assertAccepting();
+    if (this.draining) throw new PoolError(ErrorCode.SHUTTING_DOWN, 'the daemon is draining before it stops: open the session on another replica');
   }
 
   #assertAccepting(): void {

@@ -207,7 +207,9 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   const stop = (reason: string): Promise<number> => {
     stopping ??= (async () => {
       watcher?.close();
-      // Stop listening at once (new requests get 503); in-flight ones finish during the shutdown.
+      // 1. Drain: not ready at once, no new session, calls in flight finish (within drainTimeoutMs).
+      await daemon.drain();
+      // 2. Stop listening (new requests get 503); what is still in flight is cancelled by the shutdown.
       const closed = app.close();
       const result = await daemon.shutdown(reason);
       // Every request has had its answer by now (calls cancelled, streams ended); sockets still

@@ -303,6 +303,8 @@ export interface ReadyResponse {
   ready: boolean;
   /** `total` counts the servers that can run; `unavailable` the config's servers that cannot (they never hold readiness back). */
   servers: { total: number; ready: number; failed: number; unavailable: number };
+  /** The daemon is stopping (SIGTERM): not ready whatever its servers, so a balancer sends new work elsewhere. */
+  draining?: boolean;
 }
 
 // --- Events (GET /workspace/mcp/events) ---------------------------------------------------------

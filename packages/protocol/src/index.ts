@@ -31,6 +31,7 @@ export { ErrorCode, HTTP_STATUS, JSON_RPC_CODE, JsonRpcCode, httpStatusOf, isErr
 export type { ClientErrorCode } from './errorCodes.js';
 export {
   REQUEST_STATE_REFUSAL,
+  draining,
   noSuchServer,
   refusalOf,
   requestStateRefused,

@@ -14,7 +14,7 @@
  * | a server of the endpoint that is not available | the failure's own (`SPAWN_FAILED`, …) | 502–504 | -32000 |
  * | a configured server that cannot run (a bad entry, an unset variable, a missing command) | `SERVER_UNAVAILABLE` | 503 | -32000 |
  * | an upstream that cannot be reached or does not speak JSON-RPC | `UPSTREAM_UNAVAILABLE` | 502 | -32000 |
- * | the host is shutting down | `SHUTTING_DOWN` | 503 | -32000 |
+ * | the host is shutting down, or draining before it stops | `SHUTTING_DOWN` | 503 | -32000 |
  * | an endpoint `/mcp/<server>` of no configured server | `NOT_FOUND` | 404 | -32602 |
  * | an endpoint `/mcp/<server>` the caller may not use | `FORBIDDEN` | 403 | -32000 |
  *
@@ -105,6 +105,11 @@ export function upstreamUnavailable(server: string, detail: string, options: { h
 /** @param who what is shutting down: "the daemon", "the gateway". */
 export function shuttingDown(who: string): PoolError {
   return refusal('shuttingDown', ErrorCode.SHUTTING_DOWN, `${who} is shutting down`);
+}
+
+/** A new session while the host drains before it stops (a balancer sends the retry to another replica). */
+export function draining(): PoolError {
+  return refusal('shuttingDown', ErrorCode.SHUTTING_DOWN, 'the daemon is draining before it stops: open the session again (another replica takes it)');
 }
 
 /** A server endpoint (`/mcp/<server>`) of no configured server. */

@@ -62,6 +62,8 @@ export interface RestSessionsOptions {
   clock: DaemonClock;
   /** Throws SHUTTING_DOWN once the daemon stopped accepting. */
   assertAccepting: () => void;
+  /** Throws SHUTTING_DOWN once the daemon is draining: calls go on, no new session opens. */
+  assertOpening: () => void;
   /** Server spans of the tool calls, when OpenTelemetry is on. */
   telemetry?: ServerTelemetry | undefined;
   /** A session of `principal` acquired the configured server `name` (the warm hold can follow who uses it). */
@@ -77,6 +79,7 @@ export class RestSessions {
   readonly #publish: (payload: DaemonEventPayload) => void;
   readonly #clock: DaemonClock;
   readonly #assertAccepting: () => void;
+  readonly #assertOpening: () => void;
   readonly #telemetry: ServerTelemetry | undefined;
   readonly #onServerUsed: ((name: string, principal: string) => void) | undefined;
   readonly #sessions = new Map<string, RestSession>();
@@ -92,6 +95,7 @@ export class RestSessions {
     this.#publish = options.publish;
     this.#clock = options.clock;
     this.#assertAccepting = options.assertAccepting;
+    this.#assertOpening = options.assertOpening;
     this.#telemetry = options.telemetry;
     this.#onServerUsed = options.onServerUsed;
   }
@@ -166,7 +170,7 @@ export class RestSessions {
    *   CLIENT_LIMIT_REACHED / REQUEST_TOO_LARGE past an admission limit.
    */
   async create(principal: Principal, request: CreateSessionRequest): Promise<SessionInfo> {
-    this.#assertAccepting();
+    this.#assertOpening();
     // Admission first, on counts alone: a refused request parses no config and starts nothing.
     const settings = this.#config.settings;
     const injecting = request.mcpServers === undefined ? 0 : Object.keys(request.mcpServers).length;

@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { isInitializeRequest, type InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
-import { ErrorCode, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverForbidden, serverNotRunnable, serverUnavailable, shuttingDown, type PoolError } from '@mcpool/protocol';
+import { ErrorCode, draining, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverForbidden, serverNotRunnable, serverUnavailable, shuttingDown, type PoolError } from '@mcpool/protocol';
 import { LegacySessions, ModernRouter, RpcCode, classifyEra, refusalBody, rpcErrorBody, writeModernAnswer, type LegacyOperation, type LegacySession, type ModernAnswer } from '@mcpool/gateway';
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
@@ -98,6 +98,8 @@ export class Gateway {
   #openingTotal = 0;
   #reaper: NodeJS.Timeout | undefined;
   #closed = false;
+  /** POSTs under way (see {@link callsInFlight}). */
+  #calls = 0;
   /**
    * Since when new sessions have been waiting for a server that was not ready, by name: the
    * sessions that open meanwhile share one join window, so a hanging server delays them once.
@@ -126,6 +128,7 @@ export class Gateway {
     this.#reaper = setInterval(() => this.reap(), Math.max(20, Math.min(60_000, Math.floor(ttl / 4))));
     this.#reaper.unref();
     this.#daemon.countMcpSessionsWith(() => this.#sessions.size + this.#modern.listens, () => this.countByClient());
+    this.#daemon.countMcpCallsWith(() => this.#calls);
     this.#modern = new ModernRouter({
       pool: this.#daemon.pool,
       config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
@@ -252,13 +255,27 @@ export class Gateway {
     return counts;
   }
 
+  /** Calls under way on `/mcp`: POSTs not yet answered, except listen streams (they last as long as their client). */
+  get callsInFlight(): number {
+    return this.#calls;
+  }
+
   /** Registers `/mcp` and `/mcp/:server` on `app`. */
   register(app: FastifyInstance): void {
     const bodyLimit = this.#daemon.settings.mcpBodyLimitBytes;
     const config = { right: 'read' as const, anonymous: true };
     for (const url of ['/mcp', '/mcp/:server']) {
       const scopeOf = (request: FastifyRequest): string | undefined => (url === '/mcp' ? undefined : (request.params as { server: string }).server);
-      app.route({ method: 'POST', url, bodyLimit, config, handler: (request, reply) => this.#post(request, reply, scopeOf(request)) });
+      app.route({
+        method: 'POST',
+        url,
+        bodyLimit,
+        config,
+        handler: (request, reply) => {
+          this.#countCall(request, reply);
+          return this.#post(request, reply, scopeOf(request));
+        },
+      });
       app.route({ method: ['GET', 'DELETE'], url, config, handler: (request, reply) => this.#withSession(request, reply, scopeOf(request)) });
       app.route({
         method: [...OTHER_METHODS],
@@ -267,6 +284,13 @@ export class Gateway {
         handler: (_request, reply) => reply.code(405).header('allow', 'GET, POST, DELETE').send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Method not allowed.')),
       });
     }
+  }
+
+  /** Counts a POST as a call until its answer is over (a listen stream is not a call: it ends with its client). */
+  #countCall(request: FastifyRequest, reply: FastifyReply): void {
+    if ((request.body as { method?: unknown } | null | undefined)?.method === 'subscriptions/listen') return;
+    this.#calls += 1;
+    reply.raw.once('close', () => (this.#calls -= 1));
   }
 
   /** Closes sessions idle (no request, none under way) for longer than the TTL. */
@@ -308,6 +332,8 @@ export class Gateway {
     }
     const principal = request.principal!;
     if (this.#closed || !this.#daemon.accepting) return this.#refuse(reply, shuttingDown('the daemon'));
+    // Draining before a stop: the session would be cut soon; the client opens it on another replica.
+    if (this.#daemon.draining) return this.#refuse(reply, draining());
     const refused = this.#admission(principal.id);
     if (refused !== undefined) return reply.code(httpStatusOf(refused.code)).send(gatewayRefusalBody(refused.code, refused.message));
     const access = accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers));

@@ -223,13 +223,14 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
     {
       method: 'GET',
       url: '/readyz',
-      summary: 'Ready once every server of the current config has been started once (503 before, and again while servers a reload added start)',
+      summary: 'Ready once every server of the current config has been started once (503 before, again while servers a reload added start, and from SIGTERM on while the daemon drains)',
       right: 'read',
       responses: { 200: { description: 'Ready', schema: readySchema } },
       errors: [503],
       handler: (_request, reply) => {
         const readiness = daemon.readiness();
         if (readiness.ready) return readiness;
+        if (readiness.draining === true) return reply.code(503).send({ ...errorBody(DaemonErrorCode.SHUTTING_DOWN, 'draining: the daemon is stopping'), ...readiness });
         const { ready, failed, total } = readiness.servers;
         return reply.code(503).send({ ...errorBody(DaemonErrorCode.NOT_READY, `${ready + failed}/${total} servers started`), ...readiness });
       },

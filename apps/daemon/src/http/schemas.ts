@@ -152,7 +152,7 @@ export const capabilitiesSchema = z.object({ version: z.string(), capabilities: 
 /** `POST /workspace/shutdown`: the stop has begun; it ends within `timeoutMs` (daemon.shutdownTimeoutMs). */
 export const shutdownResponseSchema = z.object({ stopping: z.literal(true), timeoutMs: z.number().int() }).strict();
 export const healthSchema = z.object({ status: z.literal('ok'), uptimeMs: z.number() }).strict();
-export const readySchema = z.object({ ready: z.boolean(), servers: z.object({ total: z.number().int(), ready: z.number().int(), failed: z.number().int(), unavailable: z.number().int() }).strict() });
+export const readySchema = z.object({ ready: z.boolean(), servers: z.object({ total: z.number().int(), ready: z.number().int(), failed: z.number().int(), unavailable: z.number().int() }).strict(), draining: z.boolean().optional() });
 
 // --- Compile-time agreement with @mcpool/client --------------------------------------------------
 
