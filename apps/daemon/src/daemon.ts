@@ -41,6 +41,7 @@ import { EventHub } from './events.js';
 import { DaemonMetrics } from './metrics.js';
 import { OAuthManager } from './oauth/oauthManager.js';
 import type { SecretRedactor } from './secrets.js';
+import type { SharedStore } from './store/sharedStore.js';
 import type { Telemetry } from './telemetry/contract.js';
 
 export interface DaemonOptions {
@@ -66,6 +67,8 @@ export interface DaemonOptions {
    * client; a server answering 401 stays `auth_required` and cannot be authorized from here.
    */
   oauthStateDir?: string;
+  /** Where those grants are kept (Redis, for replicas that share them). @default the state directory under `oauthStateDir` */
+  store?: SharedStore;
   /** The clock of the rules about time (the REST sessions' idle TTL). @default the system clock */
   clock?: DaemonClock;
 }
@@ -124,6 +127,7 @@ export class Daemon {
         ? undefined
         : new OAuthManager({
             stateDir: options.oauthStateDir,
+            ...(options.store === undefined ? {} : { store: options.store }),
             logger: this.#logger,
             redactor: this.#redactor,
             onAuthorized: (name) => this.pool.authorized(name),

@@ -24,6 +24,8 @@ import { SecretRedactor } from './secrets.js';
 import type { Telemetry, TelemetryExporters } from './telemetry/contract.js';
 import { startTelemetry } from './telemetry/telemetry.js';
 import { VERSION } from './version.js';
+import { openStore } from './store/openStore.js';
+import type { SharedStore } from './store/sharedStore.js';
 
 /** Exit codes of the `mcpool` command. */
 export const ExitCode = {
@@ -145,6 +147,16 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   else logger.info({ tokenFile: operator.path, created: operator.created }, `operator token ${operator.created ? 'created in' : 'read from'} ${operator.path}`);
   if (operator.tightened) logger.warn({ tokenFile: operator.path }, 'the token file was readable by others; its mode is now 0600');
 
+  // The shared store of OAuth grants: the state directory, or Redis for replicas.
+  let store: SharedStore;
+  try {
+    store = await openStore(config.settings.store, stateDir, env, logger.child({ component: 'store' }));
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(ExitCode.CONFIG, `cannot start: ${error.message}`);
+    throw error;
+  }
+  if (store.kind === 'redis') logger.info('upstream OAuth grants are kept in Redis (daemon.store)');
+
   // 3. Telemetry, when an OTLP endpoint is configured (the SDK is loaded only then), before the
   // pool exists so its first call is already traced.
   const telemetry: Telemetry | undefined = await startTelemetry({ settings: config.settings.telemetry, env, logger, version: VERSION, exporters: options.telemetryExporters });
@@ -160,6 +172,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     version: VERSION,
     groupLedgerDir: join(stateDir, 'groups'),
     oauthStateDir: stateDir,
+    store,
     ...(telemetry ? { telemetry } : {}),
     ...(options.poolOptions ? { poolOptions: options.poolOptions } : {}),
   });
@@ -171,6 +184,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   } catch (error) {
     await daemon.shutdown('listen failed').catch(() => undefined);
     await app.close().catch(() => undefined);
+    await store.close();
     await telemetry?.shutdown();
     const code = (error as NodeJS.ErrnoException).code;
     const where = `${host}:${port}`;
@@ -219,6 +233,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
       const straggler = setTimeout(() => app.server.closeAllConnections(), 250);
       await closed;
       clearTimeout(straggler);
+      await store.close();
       // The spans of the last calls leave before the process does.
       await telemetry?.shutdown();
       logger.info({ reason }, 'stopped');

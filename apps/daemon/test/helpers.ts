@@ -50,6 +50,8 @@ export interface HarnessOptions {
   oauth?: boolean;
   /** The daemon's clock (tests of idle rules move it). @default the system clock */
   clock?: DaemonClock;
+  /** Where OAuth grants are kept (with `oauth`). @default the state directory */
+  store?: DaemonOptions['store'];
 }
 
 export async function harness(doc: unknown, options: HarnessOptions = {}): Promise<Harness> {
@@ -64,7 +66,7 @@ export async function harness(doc: unknown, options: HarnessOptions = {}): Promi
   const redactor = new SecretRedactor();
   const logger = createLogger({ level: options.logLevel ?? 'warn', destination: memoryDestination(logs), redactor });
   const token = `operator-${randomUUID()}`;
-  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}), ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}), ...(options.store === undefined ? {} : { store: options.store }), ...(options.clock === undefined ? {} : { clock: options.clock }) });
   const app = await buildApp({ daemon, logger, redactor });
   if (options.start !== false) await daemon.start();
   return {

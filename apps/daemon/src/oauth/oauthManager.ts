@@ -26,9 +26,13 @@ import { ErrorCode, PoolError, type CredentialTarget, type Logger, type ServerCo
 import type { SecretRedactor } from '../secrets.js';
 import { discover, insecureFor, parseBearerChallenge, type Discovered } from './discovery.js';
 import { TokenStore, grantKey, type StoredGrant } from './tokenStore.js';
+import { FileStore } from '../store/fileStore.js';
+import type { SharedStore } from '../store/sharedStore.js';
 
 export interface OAuthManagerOptions {
   stateDir: string;
+  /** Where grants are kept. @default the state directory (`<stateDir>/oauth/`) */
+  store?: SharedStore;
   logger: Logger;
   redactor: SecretRedactor;
   /** A grant for `serverName` was obtained: the pool may connect it now. */
@@ -71,7 +75,7 @@ export class OAuthManager implements UpstreamCredentials {
 
   constructor(options: OAuthManagerOptions) {
     this.#options = options;
-    this.#store = new TokenStore(options.stateDir);
+    this.#store = new TokenStore(options.store ?? new FileStore(options.stateDir));
     this.#logger = options.logger.child({ component: 'oauth' });
   }
 
@@ -310,11 +314,28 @@ export class OAuthManager implements UpstreamCredentials {
     return this.#grants.get(key);
   }
 
+  /**
+   * The grant in the store when it is not `grant` any more (another replica sharing the store
+   * refreshed it): adopted here as a refresh of our own would be. Undefined when it is the same.
+   */
+  async #newerInStore(key: string, serverName: string, grant: StoredGrant): Promise<StoredGrant | undefined> {
+    const stored = await this.#store.read(key);
+    if (stored === undefined || (stored.accessToken === grant.accessToken && stored.refreshToken === grant.refreshToken)) return undefined;
+    this.#remember(stored);
+    this.#grants.set(key, stored);
+    this.#schedule(key, serverName, stored);
+    this.#options.onRefreshed(serverName);
+    return stored;
+  }
+
   /** One refresh per key at a time; undefined (and the grant deleted) when the server rejects it. */
   #refresh(key: string, serverName: string, grant: StoredGrant): Promise<StoredGrant | undefined> {
     const running = this.#refreshing.get(key);
     if (running !== undefined) return running;
     const refresh = (async (): Promise<StoredGrant | undefined> => {
+      // A shared store: another replica may have refreshed this grant already; its grant is the current one.
+      const newer = await this.#newerInStore(key, serverName, grant);
+      if (newer !== undefined) return newer;
       // Nothing to refresh with: the grant is spent, the user authorizes again.
       if (grant.refreshToken === undefined) {
         this.#grants.set(key, undefined);
@@ -344,6 +365,9 @@ export class OAuthManager implements UpstreamCredentials {
         const rejected = error instanceof oauth.ResponseBodyError;
         this.#logger.warn({ server: serverName, error: oauthMessage(error) }, `${serverName}: the token could not be refreshed${rejected ? '; authorize again' : ''}`);
         if (!rejected) return grant;
+        // Rejected because another replica rotated the refresh token first: theirs is the grant now.
+        const rotated = await this.#newerInStore(key, serverName, grant).catch(() => undefined);
+        if (rotated !== undefined) return rotated;
         this.#grants.set(key, undefined);
         clearTimeout(this.#timers.get(key));
         this.#timers.delete(key);

@@ -1,14 +1,14 @@
 /**
- * OAuth tokens on disk: one JSON file per key under `<stateDir>/oauth/` (directory 0700, files
- * 0600, written to a temporary file and renamed so a crash never leaves half a token). The key is
- * a digest of what must not share a token: the server's URL and client id, and the principal for
- * a `per-principal` server. File names are the digest, so nothing about the server or principal
- * shows in a listing.
+ * OAuth grants in the shared store's `oauth` namespace, one JSON value per key: on one machine
+ * the state directory (`<stateDir>/oauth/<key>.json`, 0600), on a team's replicas Redis, so a
+ * grant made or refreshed on one replica is the one every replica uses. The key is a digest of
+ * what must not share a token: the server's URL and client id, and the principal for a
+ * `per-principal` server (a signed-in user's grant is theirs alone). Keys are the digest, so
+ * nothing about the server or principal shows in a listing.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import type { AuthorizationServer } from 'oauth4webapi';
+import type { SharedStore } from '../store/sharedStore.js';
 
 /** What one authorization left: the tokens, and what refreshing them needs. */
 export interface StoredGrant {
@@ -30,15 +30,18 @@ export function grantKey(parts: { resource: string; clientId: string | undefined
 }
 
 export class TokenStore {
-  readonly dir: string;
+  readonly #store: SharedStore;
 
-  constructor(stateDir: string) {
-    this.dir = join(stateDir, 'oauth');
+  constructor(store: SharedStore) {
+    this.#store = store;
   }
 
+  /** The grant under `key`; undefined when there is none or it is unreadable. @throws PoolError STORE_UNAVAILABLE (not "no grant": the server stays authorized) */
   async read(key: string): Promise<StoredGrant | undefined> {
+    const text = await this.#store.get('oauth', key);
+    if (text === undefined) return undefined;
     try {
-      const grant = JSON.parse(await readFile(this.#file(key), 'utf8')) as StoredGrant;
+      const grant = JSON.parse(text) as StoredGrant;
       return typeof grant.accessToken === 'string' ? grant : undefined;
     } catch {
       return undefined;
@@ -46,18 +49,10 @@ export class TokenStore {
   }
 
   async write(key: string, grant: StoredGrant): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await chmod(this.dir, 0o700);
-    const temp = `${this.#file(key)}.${randomBytes(4).toString('hex')}.tmp`;
-    await writeFile(temp, JSON.stringify(grant), { mode: 0o600 });
-    await rename(temp, this.#file(key));
+    await this.#store.set('oauth', key, JSON.stringify(grant));
   }
 
   async remove(key: string): Promise<void> {
-    await rm(this.#file(key), { force: true });
-  }
-
-  #file(key: string): string {
-    return join(this.dir, `${key}.json`);
+    await this.#store.delete('oauth', key);
   }
 }
