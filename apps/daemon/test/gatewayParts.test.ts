@@ -88,7 +88,7 @@ describe('the no-token loopback test mode', () => {
     // A wrong token is still wrong.
     expect((await h.request({ method: 'POST', url: '/mcp', token: 'wrong-token-for-sure', headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH }, payload: initializeBody() })).statusCode).toBe(401);
     // (`/healthz` is liveness only and answers without a token.)
-    for (const url of ['/workspace/mcp', '/sessions', '/readyz']) expect((await h.request({ method: 'GET', url, token: null })).statusCode).toBe(401);
+    for (const url of ['/workspace/mcp', '/sessions', '/metrics']) expect((await h.request({ method: 'GET', url, token: null })).statusCode).toBe(401);
   });
 
   it('refuses an initialize past mcpMaxSessions with 503, and takes one again after a DELETE', async () => {

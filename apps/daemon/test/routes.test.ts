@@ -100,10 +100,11 @@ describe('GET /workspace/mcp', () => {
 });
 
 describe('security on every route', () => {
-  it('401 without a token, with an unknown one, or with another scheme, on every route but /healthz; the answer names Bearer', async () => {
+  it('401 without a token, with an unknown one, or with another scheme, on every route but the probes (/healthz, /readyz); the answer names Bearer', async () => {
     const guarded = concreteRoutes({ withPublic: false });
-    expect(guarded.map((route) => route.url)).toEqual(expect.arrayContaining(['/workspace/mcp', '/readyz', '/metrics', '/workspace/shutdown']));
+    expect(guarded.map((route) => route.url)).toEqual(expect.arrayContaining(['/workspace/mcp', '/metrics', '/workspace/shutdown']));
     expect(guarded.map((route) => route.url)).not.toContain('/healthz');
+    expect(guarded.map((route) => route.url)).not.toContain('/readyz');
     for (const route of guarded) {
       const missing = await h.request({ ...route, token: null });
       expect(missing.statusCode, `${route.method} ${route.url}`).toBe(401);

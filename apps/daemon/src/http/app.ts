@@ -223,8 +223,9 @@ function routes(daemon: Daemon, redactor: SecretRedactor, openapi: () => Record<
     {
       method: 'GET',
       url: '/readyz',
-      summary: 'Ready once every server of the current config has been started once (503 before, again while servers a reload added start, and from SIGTERM on while the daemon drains)',
+      summary: 'Ready once every server of the current config has been started once (503 before, again while servers a reload added start, and from SIGTERM on while the daemon drains). No token needed (a balancer or Kubernetes probe has none); counts only, no names',
       right: 'read',
+      public: true,
       responses: { 200: { description: 'Ready', schema: readySchema } },
       errors: [503],
       handler: (_request, reply) => {
