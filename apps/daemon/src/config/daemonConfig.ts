@@ -16,7 +16,7 @@ import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/address.js';
 import { vetServers, type UnavailableServer } from './serverAvailability.js';
-import { resolveStore, resolveUsers, storeSchema, usersSchema, type StoreSettings, type UsersSettings } from './teamSettings.js';
+import { clusterSchema, resolveCluster, resolveStore, resolveUsers, storeSchema, usersSchema, type ClusterSettings, type StoreSettings, type UsersSettings } from './teamSettings.js';
 import { issuesFrom, type Issue } from './zodIssues.js';
 
 /** Where the config came from. */
@@ -166,6 +166,8 @@ export interface DaemonSettings {
   users: UsersSettings | undefined;
   /** Where upstream OAuth grants are kept. @default { kind: 'file' } (the state directory) */
   store: StoreSettings;
+  /** This daemon as one replica of several behind a balancer. @default undefined (alone: nothing changes) */
+  cluster: ClusterSettings | undefined;
 }
 
 export interface ActorHeartbeatSettings {
@@ -238,6 +240,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   telemetry: Object.freeze({ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60_000 }),
   users: undefined,
   store: Object.freeze({ kind: 'file' as const }),
+  cluster: undefined,
 });
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -312,6 +315,7 @@ export const daemonSectionSchema = z
       .strict(),
     users: usersSchema,
     store: storeSchema,
+    cluster: clusterSchema,
   })
   .partial()
   .strict();
@@ -330,6 +334,8 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_SPAWN_TIMEOUT_MS: { path: ['spawnTimeoutMs'], parse: Number },
   MCPOOL_CALL_TIMEOUT_MS: { path: ['callTimeoutMs'], parse: Number },
   MCPOOL_DRAIN_TIMEOUT_MS: { path: ['drainTimeoutMs'], parse: Number },
+  MCPOOL_REPLICA_ID: { path: ['cluster', 'replicaId'], parse: String },
+  MCPOOL_ADVERTISE_URL: { path: ['cluster', 'advertiseUrl'], parse: String },
   MCPOOL_ALLOWED_ORIGINS: { path: ['allowedOrigins'], parse: list },
   MCPOOL_LOG_LEVEL: { path: ['logLevel'], parse: String },
   MCPOOL_MCP_SESSION_TTL_MS: { path: ['mcpSessionTtlMs'], parse: Number },
@@ -406,7 +412,18 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     }
   }
   if (issues.length > 0) throw new ConfigError(issues, file);
-  const { statusPollMs: _noEffect, users, store, ...known } = section;
+  const { statusPollMs: _noEffect, users, store, cluster: _cluster, ...known } = section;
+  // The cluster section of the file, with MCPOOL_REPLICA_ID / MCPOOL_ADVERTISE_URL over it (a pod's name and address).
+  const clusterSection = section.cluster === undefined ? undefined : { ...section.cluster, ...stripUndefined(fromEnv.cluster ?? {}) };
+  let cluster: ClusterSettings | undefined;
+  if (clusterSection !== undefined) {
+    try {
+      cluster = resolveCluster(clusterSection, env);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      issues.push(...error.data.issues);
+    }
+  }
   const merged: DaemonSettings = {
     ...DEFAULT_SETTINGS,
     ...stripUndefined(known),
@@ -416,6 +433,7 @@ export function resolveSettings(doc: unknown, env: Record<string, string | undef
     actorHeartbeat: { ...DEFAULT_SETTINGS.actorHeartbeat, ...stripUndefined(section.actorHeartbeat ?? {}) },
     users: users === undefined ? undefined : resolveUsers(users),
     store: resolveStore(store),
+    cluster,
   };
   if (overrides.port !== undefined) merged.port = overrides.port;
   if (overrides.host !== undefined) merged.host = overrides.host;

@@ -3,11 +3,14 @@
  * - `users`: signed-in users — the daemon as an OAuth 2.1 resource server for JWT access tokens
  *   from one issuer, beside the static tokens;
  * - `store`: where upstream OAuth grants are kept — the state directory (one machine) or Redis
- *   (every replica reaches the same grants).
+ *   (every replica reaches the same grants);
+ * - `cluster`: this daemon is one replica of several behind a balancer — its id, how to reach the
+ *   others, and the variable holding the keys that seal legacy session ids and continuations.
  * Checked as strictly as the rest of the section (a misspelt key is an error), and the URLs a
  * token's trust hangs on must be https, or http on a loopback host (a test issuer on this machine).
  */
 import { z } from 'zod';
+import { ConfigError } from '@mcpool/protocol';
 import type { Right } from '@mcpool/client';
 
 /** How a signed-in user's access token is checked, and what the user may do. */
@@ -54,6 +57,28 @@ export type StoreSettings =
       keyPrefix: string;
     };
 
+/** This daemon as one replica of several. */
+export interface ClusterSettings {
+  /** This replica's id (`MCPOOL_REPLICA_ID` wins: a pod's name). */
+  replicaId: string;
+  /** The other replicas, by id: the base URL this one forwards their sessions to. @default {} */
+  peers: Record<string, string>;
+  /**
+   * This replica's own base URL as the others reach it (`MCPOOL_ADVERTISE_URL` wins: a pod's IP);
+   * sealed into the session ids it mints, so a replica not in a peer list (a Deployment's pod) is
+   * still found. @default undefined (the others find it in their `peers`)
+   */
+  advertiseUrl: string | undefined;
+  /**
+   * The variable holding the session keys: comma-separated base64 of 32 bytes each; the first
+   * seals, every one opens (rotation: put the new key first, drop the old one later).
+   * @default 'MCPOOL_SESSION_KEYS'
+   */
+  sessionKeysEnv: string;
+  /** A sealed legacy session id is refused (404: the client opens a new session) this long after it was minted. @default 86400000 (24 h) */
+  sessionMaxAgeMs: number;
+}
+
 export const ASYMMETRIC_ALGORITHMS: readonly string[] = Object.freeze(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']);
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -88,6 +113,21 @@ export const usersSchema = z
   })
   .strict();
 
+const REPLICA_ID = /^[\w.-]{1,63}$/;
+const baseUrl = z.string().regex(/^https?:\/\/[^\s/?#]+\/?$/, 'a base URL such as http://mcpool-r2.internal:7070');
+
+/** Every field optional: `MCPOOL_REPLICA_ID` and `MCPOOL_ADVERTISE_URL` may give them; {@link resolveCluster} checks the whole. */
+export const clusterSchema = z
+  .object({
+    replicaId: z.string().regex(REPLICA_ID, 'letters, digits, _ . - (at most 63)'),
+    peers: z.record(z.string().regex(REPLICA_ID), baseUrl),
+    advertiseUrl: baseUrl,
+    sessionKeysEnv: z.string().regex(ENV_NAME),
+    sessionMaxAgeMs: z.number().int().min(60_000).max(30 * 24 * 3600 * 1000),
+  })
+  .partial()
+  .strict();
+
 export const storeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('file') }).strict(),
   z.object({ kind: z.literal('redis'), urlEnv: z.string().regex(ENV_NAME).optional(), keyPrefix: z.string().max(128).optional() }).strict(),
@@ -109,6 +149,39 @@ export function resolveUsers(section: z.infer<typeof usersSchema>): UsersSetting
     includeTools: section.includeTools,
     excludeTools: section.excludeTools,
   };
+}
+
+/** Bytes of one session key (AES-256-GCM). */
+export const SESSION_KEY_BYTES = 32;
+
+/**
+ * The session keys in `raw` (comma-separated base64, each 32 bytes), first the one that seals.
+ * @throws ConfigError naming the variable, never its value
+ */
+export function parseSessionKeys(raw: string | undefined, variable: string): Buffer[] {
+  const fail = (received: string): never => {
+    throw new ConfigError([{ path: `env.${variable}`, expected: `comma-separated base64 keys of ${SESSION_KEY_BYTES} bytes each (daemon.cluster)`, received }]);
+  };
+  if (raw === undefined || raw.trim() === '') return fail('got nothing');
+  return raw.split(',').map((part, index) => {
+    const text = part.trim();
+    const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? Buffer.from(text, 'base64') : Buffer.alloc(0);
+    return key.length === SESSION_KEY_BYTES ? key : fail(`key ${index + 1} is not ${SESSION_KEY_BYTES} bytes of base64`);
+  });
+}
+
+/** The `cluster` section (file and variables merged) with its defaults, its keys checked. @throws ConfigError */
+export function resolveCluster(section: z.infer<typeof clusterSchema>, env: Record<string, string | undefined>): ClusterSettings {
+  if (section.replicaId === undefined) {
+    throw new ConfigError([{ path: 'daemon.cluster.replicaId', expected: 'this replica’s id (or MCPOOL_REPLICA_ID)', received: 'got nothing' }]);
+  }
+  const peers = section.peers ?? {};
+  if (Object.hasOwn(peers, section.replicaId)) {
+    throw new ConfigError([{ path: `daemon.cluster.peers.${section.replicaId}`, expected: 'the other replicas only', received: 'got this replica’s own id' }]);
+  }
+  const sessionKeysEnv = section.sessionKeysEnv ?? 'MCPOOL_SESSION_KEYS';
+  parseSessionKeys(env[sessionKeysEnv], sessionKeysEnv);
+  return { replicaId: section.replicaId, peers, advertiseUrl: section.advertiseUrl?.replace(/\/$/, ''), sessionKeysEnv, sessionMaxAgeMs: section.sessionMaxAgeMs ?? 24 * 3600 * 1000 };
 }
 
 /** The `store` section with its defaults filled in. */
