@@ -42,6 +42,7 @@ import { DaemonMetrics } from './metrics.js';
 import { OAuthManager } from './oauth/oauthManager.js';
 import type { SecretRedactor } from './secrets.js';
 import type { SharedStore } from './store/sharedStore.js';
+import { Cluster } from './cluster/cluster.js';
 import type { Telemetry } from './telemetry/contract.js';
 
 export interface DaemonOptions {
@@ -85,6 +86,8 @@ export class Daemon {
   /** Set when OpenTelemetry export is on. */
   readonly telemetry: Telemetry | undefined;
   readonly startedAt = Date.now();
+  /** This daemon as one replica of several (`daemon.cluster`): sealed session ids and where they go. */
+  readonly cluster: Cluster | undefined;
   readonly #logger: Logger;
   readonly #redactor: SecretRedactor;
   readonly #reloadConfig: (() => Promise<LoadedConfig>) | undefined;
@@ -122,6 +125,8 @@ export class Daemon {
       env: options.env ?? process.env,
       logger: this.#logger,
     });
+    const cluster = options.config.settings.cluster;
+    this.cluster = cluster === undefined ? undefined : new Cluster(cluster, options.env ?? process.env);
     this.oauth =
       options.oauthStateDir === undefined
         ? undefined

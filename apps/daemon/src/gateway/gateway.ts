@@ -346,6 +346,8 @@ export class Gateway {
     try {
       // The one server of `/mcp/<server>` is waited for; the aggregate opens with those ready in time.
       session = await this.#legacy.open({
+        // A replica of a cluster seals its ids (owner, principal, expiry), so any replica can route them.
+        ...(this.#daemon.cluster === undefined ? {} : { id: this.#daemon.cluster.mintSessionId(principal.id) }),
         principal: principal.id,
         scope,
         servers,

@@ -37,6 +37,9 @@ import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
 import { UiSessions } from './uiSessions.js';
 import { JwtUsers } from '../users/jwtUsers.js';
+import { FORWARDED_BY, SERVED_BY } from '../cluster/cluster.js';
+import { Forwarder } from '../cluster/forward.js';
+import { RpcCode, rpcErrorBody } from '@mcpool/gateway';
 import { METADATA_PATH, ProtectedResource } from '../users/protectedResource.js';
 
 /** Feature tags of `GET /capabilities`. Clients ignore tags they do not know. */
@@ -323,6 +326,25 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Signed-in users: JWTs from the configured issuer, and the metadata that tells clients where it is.
   const users = settings.users === undefined ? undefined : { verifier: new JwtUsers(settings.users), resource: new ProtectedResource(settings.users, () => Object.keys(daemon.config.servers)) };
   app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession, ...(users === undefined ? {} : { users }) }));
+  // A replica of a cluster: every answer names it, and a session another replica owns goes there.
+  const cluster = daemon.cluster;
+  if (cluster !== undefined) {
+    const notFound = JSON.stringify(rpcErrorBody(RpcCode.SESSION_NOT_FOUND, 'Session not found'));
+    const forwarder = new Forwarder({ replicaId: cluster.replicaId, ownerGone: (res) => void res.writeHead(404, { 'content-type': 'application/json' }).end(notFound) });
+    app.addHook('onClose', () => forwarder.close());
+    app.addHook('onRequest', async (request, reply) => {
+      reply.raw.setHeader(SERVED_BY, cluster.replicaId);
+      const id = request.headers['mcp-session-id'];
+      if (typeof id !== 'string' || request.principal === null || !isGatewayUrl(request.url)) return;
+      const by = request.headers[FORWARDED_BY];
+      const route = cluster.route(id, request.principal.id, typeof by === 'string' ? by : undefined);
+      if (route.kind === 'local') return;
+      if (route.kind === 'unknown') return reply.code(404).type('application/json').send(notFound);
+      reply.hijack();
+      await forwarder.forward(request.raw, reply.raw, route.url);
+      return reply;
+    });
+  }
   if (users !== undefined) {
     const metadata = (suffix: string, reply: FastifyReply) => {
       const document = users.resource.metadata(suffix);
