@@ -3,10 +3,28 @@
  * on a free port, with its config and data in a temporary directory, ended by its PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
+
+/**
+ * Why a test that runs `command` cannot run on this machine (it is on no directory of `PATH`), or
+ * `undefined` when it can. `.ci/run` installs every such command, so CI never skips.
+ */
+export function absent(command: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    try {
+      if (dir) {
+        accessSync(join(dir, command), constants.X_OK);
+        return undefined;
+      }
+    } catch {
+      // Not in this directory.
+    }
+  }
+  return `${command} is not installed (Debian's package; .ci/run installs it)`;
+}
 
 /** A port nothing listens on right now (the system picks it; the caller binds it at once). */
 export async function freePort(): Promise<number> {
