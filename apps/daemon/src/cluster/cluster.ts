@@ -15,7 +15,7 @@ import type { ClusterSettings } from '../config/teamSettings.js';
 import { parseSessionKeys } from '../config/teamSettings.js';
 import { SessionSeal } from './sessionSeal.js';
 
-/** The header a forwarded request carries: the replica that forwarded it. */
+/** The header a forwarded request, and the answer relayed back, carry: the replica that forwarded it. */
 export const FORWARDED_BY = 'x-mcpool-forwarded-by';
 /** The response header naming the replica that served the request. */
 export const SERVED_BY = 'x-mcpool-replica';

@@ -2,7 +2,8 @@
  * Forwarding a request to the replica that owns its session: the request goes on as it came
  * (method, path, headers — the client's own credential, which the owner checks again — and the
  * body, streamed, never parsed here), and the owner's answer comes back the same way, a stream
- * included (GET, or a POST answered with SSE), until either side ends it. A keep-alive agent
+ * included (GET, or a POST answered with SSE), until either side ends it; both carry
+ * `x-mcpool-forwarded-by` naming the replica that relayed them. A keep-alive agent
  * keeps the connections to peers open, so a forwarded call costs one local hop, not a handshake.
  * An owner that cannot be reached (gone, or not answering the connection) is a session that no
  * longer exists: 404, so the client opens a new one.
@@ -49,6 +50,8 @@ export class Forwarder {
         clearTimeout(connectTimer);
         const back: Record<string, string | string[]> = {};
         for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
+        // The answer names its owner (its own header) and, in the same header as the request, the replica that relayed it.
+        back[FORWARDED_BY] = this.#options.replicaId;
         res.writeHead(answer.statusCode ?? 502, back);
         res.flushHeaders();
         answer.pipe(res);

@@ -4,9 +4,12 @@
  * - modern requests are served wherever they land, and every replica serves some;
  * - an SDK v1 client's legacy session works through round-robin: its sealed id names its owner,
  *   and the other replicas forward its requests (and its streams) there;
- * - a session sealed with an older key still opens on replicas that put a new key first;
+ * - keys rotate without dropping sessions: the replicas run mid-rotation (one still seals with
+ *   the old key, two with the new one; all open both), and sessions sealed with either key are
+ *   opened and forwarded by every replica;
  * - a SIGTERM'd replica drains without failing the call in flight;
  * - kill -9 the owner of a session: 404, and a new session works.
+ * No replica is restarted: the last two cases leave theirs down, and the balancers route around it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,15 +17,20 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { fixtureConfig, marker, pidFromResult } from '../../../../test/helpers/processes.js';
 import type { Service } from '../../../../test/helpers/services.js';
 import { modernRequest } from '../gatewayHelpers.js';
-import { newKey, startHaproxy, startNginx, startTeam, type Team } from './replicas.js';
+import { SessionSeal } from '../../src/cluster/sessionSeal.js';
+import { newKey, startHaproxy, startNginx, startTeam, type Replica, type Team } from './replicas.js';
 
 const mark = marker('cluster');
+const oldKey = newKey();
+const nextKey = newKey();
 let team: Team;
 let haproxy: Service & { url: string };
 let nginx: Service & { url: string };
 
 beforeAll(async () => {
-  team = await startTeam(3, { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) }, { daemon: { drainTimeoutMs: 60_000 }, marks: [mark] });
+  // Mid-rotation, as a rolling restart leaves it: r1 still seals with the old key, r2 and r3 seal with the new one.
+  const keys = [`${oldKey},${nextKey}`, `${nextKey},${oldKey}`, `${nextKey},${oldKey}`];
+  team = await startTeam(3, { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) }, { daemon: { drainTimeoutMs: 60_000 }, marks: [mark], keys });
   [haproxy, nginx] = await Promise.all([startHaproxy(team), startNginx(team)]);
 }, 240_000);
 
@@ -32,13 +40,19 @@ afterAll(async () => {
   await team?.close();
 });
 
-/** An SDK v1 client's legacy session through `base`; the replica named by each answer is recorded. */
-async function legacyClient(base: string, served: string[] = []): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+/** Who answered one request: the replica that served it, and the one that relayed it to that owner, if any. */
+interface Answered {
+  replica: string;
+  forwardedBy: string | undefined;
+}
+
+/** An SDK v1 client's legacy session through `base`; who answered each of its requests is recorded. */
+async function legacyClient(base: string, answered: Answered[] = []): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const client = new Client({ name: 'cluster-test', version: '1.0.0' });
   const fetchRecording: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
     const replica = response.headers.get('x-mcpool-replica');
-    if (replica !== null) served.push(replica);
+    if (replica !== null) answered.push({ replica, forwardedBy: response.headers.get('x-mcpool-forwarded-by') ?? undefined });
     return response;
   };
   const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${team.token}` } }, fetch: fetchRecording });
@@ -57,53 +71,76 @@ async function modernCalls(base: string, count: number): Promise<string[]> {
   return served;
 }
 
+const ids = (replicas: Replica[]): Set<string> => new Set(replicas.map((replica) => replica.id));
+
+/** The replica that owns the session whose requests were `answered` (every answer names it). */
+function ownerOf(answered: Answered[]): Replica {
+  expect(new Set(answered.map((answer) => answer.replica)).size).toBe(1);
+  return team.replicas.find((replica) => replica.id === answered[0]!.replica)!;
+}
+
+/** Restarts stopped replicas until `count` run: a retried test may find fewer than its first run left. */
+async function keepRunning(count: number): Promise<void> {
+  for (const replica of team.replicas) if (!replica.running() && team.replicas.filter((r) => r.running()).length < count) await replica.restart();
+}
+
 describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
   for (const which of ['haproxy', 'nginx'] as const) {
     it(`${which}: 30 modern calls all succeed, and every replica serves some`, async () => {
       const served = await modernCalls(which === 'haproxy' ? haproxy.url : nginx.url, 30);
-      expect(new Set(served)).toEqual(new Set(team.replicas.map((replica) => replica.id)));
+      expect(new Set(served)).toEqual(ids(team.replicas));
     });
 
     it(`${which}: an SDK v1 client's legacy session makes 20 calls through round-robin`, async () => {
-      const served: string[] = [];
-      const { client, transport } = await legacyClient(which === 'haproxy' ? haproxy.url : nginx.url, served);
+      const answered: Answered[] = [];
+      const { client, transport } = await legacyClient(which === 'haproxy' ? haproxy.url : nginx.url, answered);
       try {
         expect(transport.sessionId).toMatch(/^mcs1\./);
         for (let i = 0; i < 20; i++) expect(await client.callTool({ name: 'echo__echo', arguments: { text: `legacy ${i}` } })).toMatchObject({ content: [{ text: `legacy ${i}` }] });
-        // Forwarded or not, every answer comes from the session's owner.
-        expect(new Set(served).size).toBe(1);
+        // Every answer comes from the session's owner, and each other replica relayed some of them.
+        const owner = ownerOf(answered);
+        expect(new Set(answered.flatMap((answer) => answer.forwardedBy ?? []))).toEqual(ids(team.replicas.filter((replica) => replica !== owner)));
       } finally {
         await client.close();
       }
     });
   }
 
-  it('a session sealed with an older key opens on replicas that put a new key first', async () => {
-    const served: string[] = [];
-    const { client } = await legacyClient(haproxy.url, served);
-    const owner = served[0]!;
+  it('mid-rotation, sessions sealed with the old key and with the new one open and are forwarded on every replica', async () => {
+    const sealedWith = (key: string, id: string): boolean => new SessionSeal([Buffer.from(key, 'base64')]).open(id) !== undefined;
+    const clients: Client[] = [];
     try {
-      // The others rotate: a new key first, the old one still there to open.
-      const others = team.replicas.filter((replica) => replica.id !== owner);
-      for (const replica of others) {
-        await replica.stop();
-        await replica.restart(`${newKey()},${team.keys}`);
+      // Round-robin hands the sessions out in turn: within a few, one is owned by r1 (old key) and one by r2 (new key).
+      // A session opens with a multiple of three requests, so one modern call in between moves the turn on.
+      const byOwner = new Map<string, { client: Client; transport: StreamableHTTPClientTransport; answered: Answered[] }>();
+      for (let i = 0; i < 9 && !(byOwner.has('r1') && byOwner.has('r2')); i++) {
+        const answered: Answered[] = [];
+        const { client, transport } = await legacyClient(haproxy.url, answered);
+        clients.push(client);
+        byOwner.set(ownerOf(answered).id, { client, transport, answered });
+        await modernCalls(haproxy.url, 1);
       }
-      for (let i = 0; i < 12; i++) expect(await client.callTool({ name: 'echo__echo', arguments: { text: `rotated ${i}` } })).toMatchObject({ content: [{ text: `rotated ${i}` }] });
+      expect(sealedWith(oldKey, byOwner.get('r1')!.transport.sessionId!)).toBe(true);
+      expect(sealedWith(nextKey, byOwner.get('r2')!.transport.sessionId!)).toBe(true);
+      expect(sealedWith(oldKey, byOwner.get('r2')!.transport.sessionId!)).toBe(false);
+      for (const owner of ['r1', 'r2']) {
+        const { client, answered } = byOwner.get(owner)!;
+        answered.length = 0;
+        for (let i = 0; i < 9; i++) expect(await client.callTool({ name: 'echo__echo', arguments: { text: `rotated ${i}` } })).toMatchObject({ content: [{ text: `rotated ${i}` }] });
+        // Every other replica opened the id (whichever key sealed it) and relayed the call to its owner.
+        expect(ownerOf(answered).id).toBe(owner);
+        expect(new Set(answered.flatMap((answer) => answer.forwardedBy ?? []))).toEqual(ids(team.replicas.filter((replica) => replica.id !== owner)));
+      }
     } finally {
-      await client.close();
-      // Back to one key everywhere, for the tests after this one.
-      for (const replica of team.replicas.filter((r) => r.id !== owner)) {
-        await replica.stop();
-        await replica.restart();
-      }
+      await Promise.all(clients.map((client) => client.close()));
     }
   });
 
   it('a SIGTERM’d replica drains: the call in flight finishes, then it stops', async () => {
-    const served: string[] = [];
-    const { client } = await legacyClient(haproxy.url, served);
-    const owner = team.replicas.find((replica) => replica.id === served[0])!;
+    await keepRunning(3);
+    const answered: Answered[] = [];
+    const { client } = await legacyClient(haproxy.url, answered);
+    const owner = ownerOf(answered);
     try {
       // The first progress notification says the call is under way on the owner.
       let progressed!: () => void;
@@ -117,14 +154,14 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
       expect(owner.out()).toContain('draining');
     } finally {
       await client.close().catch(() => undefined);
-      await owner.restart();
     }
   });
 
   it('kill -9 the owner of a session: its next request is 404, and a new session works', async () => {
-    const served: string[] = [];
-    const { client } = await legacyClient(haproxy.url, served);
-    const owner = team.replicas.find((replica) => replica.id === served[0])!;
+    await keepRunning(2);
+    const answered: Answered[] = [];
+    const { client } = await legacyClient(haproxy.url, answered);
+    const owner = ownerOf(answered);
     try {
       expect(pidFromResult(await client.callTool({ name: 'echo__pid' }))).toBeGreaterThan(0);
       await owner.kill();
@@ -132,13 +169,13 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
         () => undefined,
         (error: unknown) => error,
       );
-      expect(String(failure)).toMatch(/404|Session not found/);
+      // The SDK's StreamableHTTPError carries the HTTP status as its code: 404 is what makes a client open a new session.
+      expect(failure).toMatchObject({ code: 404 });
       const fresh = await legacyClient(haproxy.url);
       expect(pidFromResult(await fresh.client.callTool({ name: 'echo__pid' }))).toBeGreaterThan(0);
       await fresh.client.close();
     } finally {
       await client.close().catch(() => undefined);
-      await owner.restart();
     }
   });
 });

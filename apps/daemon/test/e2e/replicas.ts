@@ -21,17 +21,18 @@ export interface Replica {
   url: string;
   child: ChildProcess;
   out(): string;
+  /** Its process has not exited. */
+  running(): boolean;
   /** SIGTERM, resolves with the exit code (SIGKILL past 60 s). */
   stop(): Promise<number | null>;
   /** SIGKILL at once. */
   kill(): Promise<void>;
-  /** Starts it again on the same port, with `keys` (default: the same). */
+  /** Starts it again on the same port, with `keys` (default: the ones it started with). */
   restart(keys?: string): Promise<void>;
 }
 
 export interface Team {
   token: string;
-  keys: string;
   replicas: Replica[];
   dir: string;
   close(): Promise<void>;
@@ -39,16 +40,21 @@ export interface Team {
 
 export const newKey = (): string => randomBytes(32).toString('base64');
 
-/** Starts `count` replicas over `servers`, with `daemon` settings added to each. */
-export async function startTeam(count: number, servers: Record<string, unknown>, options: { daemon?: Record<string, unknown>; marks?: string[] } = {}): Promise<Team> {
+/**
+ * Starts `count` replicas over `servers`, with `daemon` settings added to each; `keys` are their
+ * `MCPOOL_SESSION_KEYS`, by index (default: one new key for all).
+ */
+export async function startTeam(count: number, servers: Record<string, unknown>, options: { daemon?: Record<string, unknown>; marks?: string[]; keys?: string[] } = {}): Promise<Team> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-team-'));
   const token = `team-${randomUUID()}`;
-  const keys = newKey();
+  const shared = newKey();
   const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
   const ids = ports.map((_port, i) => `r${i + 1}`);
   const replicas: Replica[] = [];
+  const launches: Promise<void>[] = [];
   for (const [i, port] of ports.entries()) {
     const id = ids[i]!;
+    const keys = options.keys?.[i] ?? shared;
     const peers = Object.fromEntries(ids.flatMap((other, j) => (other === id ? [] : [[other, `http://127.0.0.1:${ports[j]}`]])));
     const home = join(dir, id);
     const configPath = join(dir, `${id}.json`);
@@ -74,7 +80,7 @@ export async function startTeam(count: number, servers: Record<string, unknown>,
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     };
-    await launch(keys);
+    launches.push(launch(keys));
     const replica: Replica = {
       id,
       port,
@@ -83,6 +89,7 @@ export async function startTeam(count: number, servers: Record<string, unknown>,
         return child;
       },
       out: () => out,
+      running: () => child.exitCode === null && child.signalCode === null,
       async stop() {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
         const bound = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -98,9 +105,16 @@ export async function startTeam(count: number, servers: Record<string, unknown>,
     };
     replicas.push(replica);
   }
+  // All at once: each start is mostly waiting on its own process.
+  const started = await Promise.allSettled(launches);
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed !== undefined) {
+    await Promise.all(replicas.map((replica) => replica.stop()));
+    rmSync(dir, { recursive: true, force: true });
+    throw failed.reason;
+  }
   return {
     token,
-    keys,
     replicas,
     dir,
     async close() {
