@@ -4,9 +4,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { freePort } from './ports.js';
 
 /**
  * Why a test that runs `command` cannot run on this machine (it is on no directory of `PATH`), or
@@ -24,15 +25,6 @@ export function absent(command: string): string | undefined {
     }
   }
   return `${command} is not installed (Debian's package; .ci/run installs it)`;
-}
-
-/** A port nothing listens on right now (the system picks it; the caller binds it at once). */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 /** Resolves once something accepts TCP connections on `port` (bounded by `timeoutMs`). */

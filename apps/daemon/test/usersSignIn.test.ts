@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { fixtureConfig, marker, pidFromResult } from '../../../test/helpers/processes.js';
+import { freePort } from '../../../test/helpers/ports.js';
 import { startOAuthServer, type OAuthServer } from '../../../test/fixtures/servers/oauthServer.mjs';
 import { harness, type Harness } from './helpers.js';
 
@@ -57,14 +58,6 @@ let base: string;
 let callback: Server;
 let redirectUrl: string;
 let code: string | undefined;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   oauth = await startOAuthServer({ accessTokenTtlS: 300 });

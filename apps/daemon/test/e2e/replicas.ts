@@ -10,7 +10,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killMarked } from '../../../../test/helpers/processes.js';
-import { freePort, startService, type Service } from '../../../../test/helpers/services.js';
+import { freePort } from '../../../../test/helpers/ports.js';
+import { startService, type Service } from '../../../../test/helpers/services.js';
 import { BIN } from './bridgeProcess.js';
 
 const DEPLOY = new URL('../../../../deploy/', import.meta.url);
