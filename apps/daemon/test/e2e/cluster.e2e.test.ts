@@ -84,6 +84,14 @@ async function keepRunning(count: number): Promise<void> {
   for (const replica of team.replicas) if (!replica.running() && team.replicas.filter((r) => r.running()).length < count) await replica.restart();
 }
 
+/** A legacy session through HAProxy, and the replica that owns it, once at least `running` replicas run. */
+async function ownedSession(running: number): Promise<{ client: Client; owner: Replica }> {
+  await keepRunning(running);
+  const answered: Answered[] = [];
+  const { client } = await legacyClient(haproxy.url, answered);
+  return { client, owner: ownerOf(answered) };
+}
+
 describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
   for (const which of ['haproxy', 'nginx'] as const) {
     it(`${which}: 30 modern calls all succeed, and every replica serves some`, async () => {
@@ -137,10 +145,7 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
   });
 
   it('a SIGTERM’d replica drains: the call in flight finishes, then it stops', async () => {
-    await keepRunning(3);
-    const answered: Answered[] = [];
-    const { client } = await legacyClient(haproxy.url, answered);
-    const owner = ownerOf(answered);
+    const { client, owner } = await ownedSession(3);
     try {
       // The first progress notification says the call is under way on the owner.
       let progressed!: () => void;
@@ -158,10 +163,7 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
   });
 
   it('kill -9 the owner of a session: its next request is 404, and a new session works', async () => {
-    await keepRunning(2);
-    const answered: Answered[] = [];
-    const { client } = await legacyClient(haproxy.url, answered);
-    const owner = ownerOf(answered);
+    const { client, owner } = await ownedSession(2);
     try {
       expect(pidFromResult(await client.callTool({ name: 'echo__pid' }))).toBeGreaterThan(0);
       await owner.kill();
