@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, McpTransportPool, type Logger } from '@mcpool/core';
 import { OAuthManager } from '../src/oauth/oauthManager.js';
 import { TokenStore, grantKey } from '../src/oauth/tokenStore.js';
+import { FileStore } from '../src/store/fileStore.js';
 import { SecretRedactor } from '../src/secrets.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -45,7 +46,7 @@ describe('a token endpoint that never answers', () => {
     cleanup.push(() => rmSync(stateDir, { recursive: true, force: true }));
     // A grant whose access token has expired: the next authorization() refreshes it first.
     const serverUrl = 'http://127.0.0.1:9/mcp';
-    await new TokenStore(stateDir).write(grantKey({ resource: serverUrl, clientId: undefined, principal: undefined }), {
+    await new TokenStore(new FileStore(stateDir)).write(grantKey({ resource: serverUrl, clientId: undefined, principal: undefined }), {
       resource: serverUrl,
       as: { issuer: endpoint.url.replace('/token', ''), token_endpoint: endpoint.url },
       client: { client_id: 'mcpool-test' },
