@@ -474,7 +474,8 @@ export class Daemon {
   drain(): Promise<{ drained: boolean; left: number }> {
     this.#draining ??= (async () => {
       const timeoutMs = this.#config.settings.drainTimeoutMs;
-      this.#logger.info({ calls: this.callsInFlight, timeoutMs }, 'draining: not ready, no new sessions, calls in flight finish');
+      // Draining is off unless configured (a single daemon has no balancer to move work away).
+      if (timeoutMs > 0) this.#logger.info({ calls: this.callsInFlight, timeoutMs }, 'draining: not ready, no new sessions, calls in flight finish');
       const deadline = Date.now() + timeoutMs;
       // Polled: the calls end in several places (REST, both eras of `/mcp`), and a stop is rare.
       while (this.callsInFlight > 0 && Date.now() < deadline) {

@@ -16,6 +16,11 @@ import { effectOf } from './eventEffects.js';
 import type { MetadataSource, ServerMetadata } from './serverMetadata.js';
 import { toolsVersion } from './toolsVersion.js';
 
+/** Whether a server can be asked for its tools now: not one that failed, waits for authorization, or cannot run at all. */
+export function isRunnable(status: ServerStatus): boolean {
+  return status !== 'failed' && status !== 'auth_required' && status !== 'unavailable';
+}
+
 export interface PooledServer {
   name: string;
   status: ServerStatus;
@@ -247,7 +252,7 @@ export class PoolModel {
           const known = before.get(server.name);
           // A server that cannot run now is not asked (its endpoint would list nothing): what was
           // known of it stays, and VS Code learns why when it starts it.
-          if (server.status === 'failed' || server.status === 'auth_required') {
+          if (!isRunnable(server.status)) {
             return { name: server.name, status: server.status, version: known?.version, metadata: known?.metadata, error: server.lastError?.message ?? server.status };
           }
           const stale = which === 'all' || which.has(server.name) || known?.metadata === undefined;

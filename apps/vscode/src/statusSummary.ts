@@ -2,7 +2,7 @@
  * The status bar's words for the pool: servers running out of those configured, sessions open
  * (`/mcp` and REST), and the budget — or why there is no daemon.
  */
-import type { PoolView } from './poolModel.js';
+import { isRunnable, type PoolView } from './poolModel.js';
 
 export interface StatusSummary {
   text: string;
@@ -20,7 +20,7 @@ export function statusSummary(view: PoolView): StatusSummary {
   const running = configured.filter((server) => server.status === 'active').length;
   const sessions = status.limits.mcpSessions.open + status.sessions;
   const { liveCount, clientBudget, status: budget } = status.budget;
-  const failed = configured.filter((server) => server.status === 'failed' || server.status === 'auth_required').map((server) => server.name);
+  const failed = configured.filter((server) => !isRunnable(server.status)).map((server) => server.name);
   const tooltip = [
     `mcpool at ${view.link.baseUrl}`,
     `${running} of ${configured.length} servers running, one process each for every window`,

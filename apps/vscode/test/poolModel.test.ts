@@ -79,7 +79,8 @@ describe('the pool model', () => {
     expect(echo.version).toMatch(/^[0-9a-f]{16}$/);
     expect(echo.version).toBe(toolsVersion(echo.metadata!.tools));
     const broken = first.view.servers.find((server) => server.name === 'broken')!;
-    expect(broken).toMatchObject({ status: 'failed', version: undefined, metadata: undefined });
+    // A command that does not exist: the daemon says the server cannot run at all.
+    expect(broken).toMatchObject({ status: 'unavailable', version: undefined, metadata: undefined });
     expect(broken.error).toMatch(/no-such-server/);
 
     const second = model();
