@@ -145,7 +145,8 @@ describe('authorization', () => {
     const parsed = new URL(url!);
     expect(parsed.searchParams.get('code_challenge_method')).toBe('S256');
     expect(parsed.searchParams.get('resource')).toBe(s.mcp.url);
-    expect(parsed.searchParams.get('scope')).toBe('mcp:tools');
+    // The challenge's scope, and `offline_access` because the authorization server lists it (a refresh token for a daemon).
+    expect(parsed.searchParams.get('scope')).toBe('mcp:tools offline_access');
     expect(parsed.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
     expect(await s.as.approve(url!)).toMatchObject({ status: 200, body: expect.stringContaining('authorized') });
     expect(await cli).toBe(0);

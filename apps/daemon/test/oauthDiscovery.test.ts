@@ -103,7 +103,7 @@ describe('discovery', () => {
 
   it('refuses protected-resource metadata for another resource', async () => {
     const rs = await serve((origin) => ({ '/prm': { resource: `${origin}/other`, authorization_servers: [origin] } }));
-    expect(await failure(discover(`${rs.origin}/mcp`, { resourceMetadata: `${rs.origin}/prm` }, undefined))).toMatchObject({ code: 'MCPOOL_AUTH_FAILED', message: expect.stringContaining('not usable') });
+    expect(await failure(discover(`${rs.origin}/mcp`, { resourceMetadata: `${rs.origin}/prm` }, undefined))).toMatchObject({ code: 'MCPOOL_AUTH_FAILED', message: expect.stringContaining(`is for "${rs.origin}/other", not for ${rs.origin}/mcp`) });
   });
 
   it('refuses an endpoint that is not https (the authorization URL is never built from it)', async () => {

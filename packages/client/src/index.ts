@@ -17,6 +17,7 @@ export {
 export type { DaemonSessionViewState } from './budget.js';
 export type {
   AuthCompletedEvent,
+  AuthFailedEvent,
   AuthRequiredEvent,
   AuthStartResponse,
   BudgetGuardrailEvent,

@@ -411,6 +411,13 @@ export interface AuthCompletedEvent {
   serverName: string;
 }
 
+/** A started authorization failed (the answer was refused, or the token endpoint said no): `message` says why. */
+export interface AuthFailedEvent {
+  type: 'auth_failed';
+  serverName: string;
+  message: string;
+}
+
 /** `POST /workspace/mcp/:server/auth`: where the user goes to authorize (never a token). */
 export type AuthStartResponse =
   | { flow: 'authorization_code'; authorizationUrl: string; expiresAt: string }
@@ -459,6 +466,7 @@ export type DaemonEventPayload =
   | ServerRestartedEvent
   | AuthRequiredEvent
   | AuthCompletedEvent
+  | AuthFailedEvent
   | SessionCreatedEvent
   | SessionClosedEvent
   | EventsLostEvent

@@ -36,12 +36,16 @@ export function formatAuthStart(server: string, start: AuthStartResponse): strin
 /** How long `mcpool auth` waits for the user by default: as long as a flow of the daemon lives. */
 const DEFAULT_WAIT_S = 600;
 
-/** True once `auth_completed` for `server` arrives; false when `signal` aborts first. */
-export async function waitForAuthorization(client: McpoolClient, server: string, signal: AbortSignal): Promise<boolean> {
+/**
+ * How the flow of `server` ended: `auth_completed` (true), `auth_failed` (its message), or
+ * `signal` aborted first (false).
+ */
+export async function waitForAuthorization(client: McpoolClient, server: string, signal: AbortSignal): Promise<true | false | { failed: string }> {
   const stream = client.events({ signal });
   try {
     for await (const event of stream) {
       if (event.data.type === 'auth_completed' && event.data.serverName === server) return true;
+      if (event.data.type === 'auth_failed' && event.data.serverName === server) return { failed: event.data.message };
     }
     return false;
   } catch {
@@ -70,9 +74,10 @@ export async function runAuthCommand(client: McpoolClient, server: string, optio
     if (waiting === undefined) return true;
     io.stdout('waiting for the authorization…');
     const done = await waiting;
-    if (done) io.stdout(`${server}: authorized`);
-    else io.stderr(`${server}: not authorized within ${options.timeout ?? DEFAULT_WAIT_S} s`);
-    return done;
+    if (done === true) io.stdout(`${server}: authorized`);
+    else if (done === false) io.stderr(`${server}: not authorized within ${options.timeout ?? DEFAULT_WAIT_S} s`);
+    else io.stderr(`${server}: the authorization failed: ${done.failed}`);
+    return done === true;
   } finally {
     clearTimeout(timer);
     controller.abort();

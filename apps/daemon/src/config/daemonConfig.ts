@@ -160,6 +160,12 @@ export interface DaemonSettings {
    * its token. @default false
    */
   insecureNoAuthLoopback: boolean;
+  /**
+   * The https URL of a client ID metadata document naming mcpool (its `client_id` is this URL,
+   * its `redirect_uris` `http://127.0.0.1/callback`): mcpool's client id at authorization servers
+   * that advertise `client_id_metadata_document_supported`, instead of registering. @default unset
+   */
+  oauthClientMetadataUrl: string | undefined;
   /** @default off: `{ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60000 }` */
   telemetry: TelemetrySettings;
   /** Signed-in users: JWT access tokens from one issuer, beside the static tokens. @default undefined (static tokens only) */
@@ -237,6 +243,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   keepAliveTimeoutMs: 5_000,
   maxConnectionsPerAddress: 256,
   insecureNoAuthLoopback: false,
+  oauthClientMetadataUrl: undefined,
   telemetry: Object.freeze({ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60_000 }),
   users: undefined,
   store: Object.freeze({ kind: 'file' as const }),
@@ -305,6 +312,8 @@ export const daemonSectionSchema = z
     keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     maxConnectionsPerAddress: z.number().int().min(1).max(100_000),
     insecureNoAuthLoopback: z.boolean(),
+    // The MCP spec: an https URL with a path component.
+    oauthClientMetadataUrl: z.string().regex(/^https:\/\/[^\s/?#]+\/[^\s#]+$/, 'an https:// URL with a path (where the client ID metadata document is)'),
     telemetry: z
       .object({
         otlpEndpoint: z.string().regex(/^https?:\/\/[^\s]+$/, 'an http(s):// URL'),

@@ -1,21 +1,24 @@
 /**
- * Finding and checking the authorization server of a remote MCP server, with `oauth4webapi`:
+ * Finding and checking the authorization server of a remote MCP server, as the MCP
+ * authorization spec (authorization-server discovery) orders it:
  *
  * 1. Protected-resource metadata (RFC 9728): the `resource_metadata` URL of the server's
- *    `WWW-Authenticate: Bearer` challenge, else the well-known URL under the server's own URL.
- *    Its `resource` must be the server's URL: metadata that names another resource is refused.
- * 2. Authorization-server metadata: RFC 8414 (`/.well-known/oauth-authorization-server`), else
- *    OpenID discovery. `oauth4webapi` refuses metadata whose `issuer` is not the one the
- *    resource named.
+ *    `WWW-Authenticate: Bearer` challenge, else the well-known URL with the server's path
+ *    inserted, else the one at the root. Its `resource` must be the server's URL or a parent of
+ *    it on the same origin (metadata at the root names the origin): metadata for another
+ *    resource is refused. That `resource` is the resource indicator (RFC 8707), sent verbatim.
+ * 2. Authorization-server metadata: RFC 8414 (`/.well-known/oauth-authorization-server`), then
+ *    OpenID discovery, path inserted then appended. A document whose `issuer` is not exactly the
+ *    issuer the resource named is not used.
  * 3. Every URL used (metadata, endpoints) is https, or http on a loopback address. A server that
  *    is not itself on loopback may not send us to a loopback or private address literal. No fetch
- *    follows a redirect (`oauth4webapi` asks fetch for `redirect: 'manual'`, and a 3xx fails the
- *    metadata check), so a redirect cannot lead a fetch somewhere else either.
+ *    follows a redirect, so a redirect cannot lead a fetch somewhere else either.
  *
  * A URL that fails these checks is never fetched and never opened in a browser.
  */
 import { isIP } from 'node:net';
 import * as oauth from 'oauth4webapi';
+import { z } from 'zod';
 import { ErrorCode, PoolError } from '@mcpool/core';
 
 /** The parameters of a `Bearer` challenge that discovery uses (RFC 6750 §3, RFC 9728 §5.1). */
@@ -23,6 +26,7 @@ export interface BearerChallenge {
   resourceMetadata?: string;
   scope?: string;
   error?: string;
+  errorDescription?: string;
 }
 
 /** What a flow needs to know about the server it authorizes for. */
@@ -55,6 +59,7 @@ export function parseBearerChallenge(header: string | undefined): BearerChalleng
     ...(params.resource_metadata ? { resourceMetadata: params.resource_metadata } : {}),
     ...(params.scope ? { scope: params.scope } : {}),
     ...(params.error ? { error: params.error } : {}),
+    ...(params.error_description ? { errorDescription: params.error_description } : {}),
   };
 }
 
@@ -114,48 +119,138 @@ export function resourceOf(serverUrl: string): URL {
 }
 
 const ENDPOINTS = ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'device_authorization_endpoint', 'revocation_endpoint'] as const;
+const FETCH_TIMEOUT_MS = 10_000;
 
-/** Runs discovery for the server at `serverUrl`, given the challenge of its last 401 (if any). */
-export async function discover(serverUrl: string, challenge: BearerChallenge | undefined, configScopes: string[] | undefined): Promise<Discovered> {
-  const resource = resourceOf(serverUrl);
-  let prmResponse: Response;
-  try {
-    if (challenge?.resourceMetadata !== undefined) {
-      const metadataUrl = checkEndpoint(challenge.resourceMetadata, 'protected-resource metadata URL', resource);
-      prmResponse = await fetch(metadataUrl, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(10_000) });
-    } else {
-      prmResponse = await oauth.resourceDiscoveryRequest(resource, { ...insecureFor(resource), signal: AbortSignal.timeout(10_000) });
-    }
-  } catch (error) {
-    if (error instanceof PoolError) throw error;
-    throw authFailed(`the protected-resource metadata of ${resource.origin} could not be fetched: ${(error as Error).message}`, error);
-  }
-  let prm: oauth.ResourceServer;
-  try {
-    prm = await oauth.processResourceDiscoveryResponse(resource, prmResponse);
-  } catch (error) {
-    throw authFailed(`the protected-resource metadata of ${resource.origin} is not usable: ${(error as Error).message}`, error);
-  }
-  const issuerValue = prm.authorization_servers?.[0];
-  if (issuerValue === undefined) throw authFailed(`the protected-resource metadata of ${resource.origin} names no authorization server`);
-  const issuer = checkEndpoint(issuerValue, 'authorization server', resource);
-  const as = await authorizationServer(issuer, resource);
-  for (const name of ENDPOINTS) if (as[name] !== undefined) checkEndpoint(as[name], name.replace('_', ' '), resource);
-  if (as.token_endpoint === undefined) throw authFailed(`the authorization server ${issuer.origin} has no token endpoint`);
-  const scopes = challenge?.scope !== undefined ? challenge.scope.split(' ').filter(Boolean) : configScopes ?? prm.scopes_supported;
-  return { resource: resource.href, as, scopes: scopes?.length ? scopes : undefined };
+/** GET a metadata document: JSON asked for, no redirect followed (a 3xx is an answer like any other), bounded in time. */
+function fetchMetadata(url: URL): Promise<Response> {
+  return fetch(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
 }
 
-/** RFC 8414 metadata, else OpenID discovery; the issuer in it must be `issuer`. */
-async function authorizationServer(issuer: URL, resource: URL): Promise<oauth.AuthorizationServer> {
-  let lastError: unknown;
-  for (const algorithm of ['oauth2', 'oidc'] as const) {
+/**
+ * Where the protected-resource metadata of `server` may be, in the order the MCP spec asks
+ * (authorization-server discovery): the challenge's `resource_metadata` alone when it names one,
+ * else the well-known URI with the server's path inserted, then the one at the root.
+ */
+function resourceMetadataUrls(server: URL, challenge: BearerChallenge | undefined): URL[] {
+  if (challenge?.resourceMetadata !== undefined) return [checkEndpoint(challenge.resourceMetadata, 'protected-resource metadata URL', server)];
+  const path = server.pathname.replace(/\/$/, '');
+  const root = new URL('/.well-known/oauth-protected-resource', server.origin);
+  return path === '' ? [root] : [new URL(`/.well-known/oauth-protected-resource${path}`, server.origin), root];
+}
+
+/**
+ * True when the metadata's `resource` may stand for `server`: the same origin, and a path that is
+ * the server's or one of its parents (whole segments). Metadata served at the root names the
+ * origin; metadata naming another origin or a sibling path is someone else's and is refused
+ * (RFC 9728 §3.3: its resource must be the one the client asked about).
+ */
+export function resourceCovers(resource: string, server: URL): boolean {
+  let url: URL;
+  try {
+    url = new URL(resource);
+  } catch {
+    return false;
+  }
+  if (url.hash !== '' || url.origin !== server.origin) return false;
+  const parent = url.pathname.replace(/\/$/, '');
+  return parent === '' || server.pathname === parent || server.pathname.startsWith(`${parent}/`);
+}
+
+/** The members of protected-resource metadata (RFC 9728 §2) discovery reads; the others are ignored. */
+const resourceMetadataSchema = z.looseObject({
+  resource: z.string(),
+  authorization_servers: z.array(z.string()).optional(),
+  scopes_supported: z.array(z.string()).optional(),
+});
+type ResourceMetadata = z.infer<typeof resourceMetadataSchema>;
+
+/** The protected-resource metadata of `server`: the first location that answers 200, checked. */
+async function protectedResource(server: URL, challenge: BearerChallenge | undefined): Promise<ResourceMetadata> {
+  const tried: string[] = [];
+  for (const url of resourceMetadataUrls(server, challenge)) {
+    let response: Response;
     try {
-      const response = await oauth.discoveryRequest(issuer, { algorithm, ...insecureFor(issuer), signal: AbortSignal.timeout(10_000) });
-      return await oauth.processDiscoveryResponse(issuer, response);
+      response = await fetchMetadata(url);
     } catch (error) {
-      lastError = error;
+      throw authFailed(`the protected-resource metadata of ${server.origin} could not be fetched from ${url.href}: ${(error as Error).message}`, error);
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      tried.push(`${url.pathname} answered ${response.status}`);
+      continue;
+    }
+    let prm: ResourceMetadata;
+    try {
+      prm = resourceMetadataSchema.parse(await response.json());
+    } catch (error) {
+      throw authFailed(`the protected-resource metadata at ${url.href} is not usable: ${error instanceof z.ZodError ? z.prettifyError(error) : (error as Error).message}`, error);
+    }
+    if (!resourceCovers(prm.resource, server)) {
+      throw authFailed(`the protected-resource metadata at ${url.href} is for ${JSON.stringify(prm.resource)}, not for ${server.href}: refused`);
+    }
+    return prm;
+  }
+  throw authFailed(`the protected-resource metadata of ${server.origin} was not found (${tried.join(', ')})`);
+}
+
+/** Runs discovery for the server at `serverUrl`, given the challenge of its last 401 or 403 (if any). */
+export async function discover(serverUrl: string, challenge: BearerChallenge | undefined, configScopes: string[] | undefined): Promise<Discovered> {
+  const server = resourceOf(serverUrl);
+  const prm = await protectedResource(server, challenge);
+  const issuerValue = prm.authorization_servers?.[0];
+  if (issuerValue === undefined) throw authFailed(`the protected-resource metadata of ${server.origin} names no authorization server`);
+  checkEndpoint(issuerValue, 'authorization server', server);
+  const as = await authorizationServer(issuerValue, server);
+  for (const name of ENDPOINTS) if (as[name] !== undefined) checkEndpoint(as[name], name.replace('_', ' '), server);
+  if (as.token_endpoint === undefined) throw authFailed(`the authorization server ${as.issuer} has no token endpoint`);
+  // Scope selection (MCP authorization spec): the challenge's scopes are authoritative for the
+  // operation that met it; else the config's; else the resource's `scopes_supported`; else none
+  // (the parameter is left out).
+  const scopes = challenge?.scope !== undefined ? challenge.scope.split(' ').filter(Boolean) : (configScopes ?? prm.scopes_supported);
+  // The resource indicator is sent exactly as the metadata published it: a URL parser would add
+  // a `/` to a pathless one.
+  return { resource: prm.resource, as, scopes: scopes?.length ? scopes : undefined };
+}
+
+/**
+ * The metadata URLs of an issuer, in the order the MCP spec asks: RFC 8414 with the issuer's path
+ * inserted, then OpenID discovery with it inserted, then appended (only the first two, without
+ * path, for an issuer without one).
+ */
+function authorizationServerMetadataUrls(issuer: URL): URL[] {
+  const path = issuer.pathname.replace(/\/$/, '');
+  const at = (wellKnown: string): URL => new URL(`/.well-known/${wellKnown}${path}`, issuer.origin);
+  if (path === '') return [at('oauth-authorization-server'), at('openid-configuration')];
+  return [at('oauth-authorization-server'), at('openid-configuration'), new URL(`${path}/.well-known/openid-configuration`, issuer.origin)];
+}
+
+/**
+ * The authorization server's metadata: the first of its well-known documents that answers 200
+ * and names exactly `issuer` (RFC 8414 §3.3: a document with another `issuer` is not used, even
+ * one equal after URL normalization).
+ */
+async function authorizationServer(issuer: string, server: URL): Promise<oauth.AuthorizationServer> {
+  const reasons: string[] = [];
+  for (const url of authorizationServerMetadataUrls(new URL(issuer))) {
+    let response: Response;
+    try {
+      response = await fetchMetadata(url);
+    } catch (error) {
+      reasons.push(`${url.pathname}: ${(error as Error).message}`);
+      continue;
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      reasons.push(`${url.pathname} answered ${response.status}`);
+      continue;
+    }
+    try {
+      const as = await oauth.processDiscoveryResponse(new URL(issuer), response);
+      if (as.issuer !== issuer) throw new Error(`its issuer is ${JSON.stringify(as.issuer)}, not ${JSON.stringify(issuer)}`);
+      return as;
+    } catch (error) {
+      reasons.push(`${url.pathname}: ${(error as Error).message}`);
     }
   }
-  throw authFailed(`the authorization server ${issuer.origin} (named by ${resource.origin}) has no valid metadata: ${(lastError as Error).message}`, lastError);
+  throw authFailed(`the authorization server ${issuer} (named by ${server.origin}) has no valid metadata: ${reasons.join('; ')}`);
 }

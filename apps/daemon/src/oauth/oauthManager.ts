@@ -22,10 +22,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oauth from 'oauth4webapi';
+import { z } from 'zod';
 import { ErrorCode, PoolError, type CredentialTarget, type Logger, type ServerConfig, type UpstreamCredentials } from '@mcpool/core';
 import type { SecretRedactor } from '../secrets.js';
-import { discover, insecureFor, parseBearerChallenge, type Discovered } from './discovery.js';
-import { TokenStore, grantKey, type StoredGrant } from './tokenStore.js';
+import { discover, insecureFor, parseBearerChallenge, type BearerChallenge, type Discovered } from './discovery.js';
+import { TokenStore, grantKey, type StoredGrant, type TokenAuthMethod } from './tokenStore.js';
 import { FileStore } from '../store/fileStore.js';
 import type { SharedStore } from '../store/sharedStore.js';
 
@@ -39,6 +40,13 @@ export interface OAuthManagerOptions {
   onAuthorized: (serverName: string) => void;
   /** A grant of `serverName` was refreshed: live connections take the new token. */
   onRefreshed: (serverName: string) => void;
+  /** A started flow failed (refused answer, token endpoint error): what went wrong, in words. */
+  onFailed?: (serverName: string, message: string) => void;
+  /**
+   * The URL of mcpool's client ID metadata document (an https URL whose JSON names it as
+   * `client_id`): the client id at authorization servers that take them.
+   */
+  clientMetadataUrl?: string | undefined;
   /** How long a started flow waits for its user. @default 600000 (10 min) */
   flowTimeoutMs?: number;
   /** How long one token refresh request may take before it is aborted. @default 10000 */
@@ -60,6 +68,7 @@ const DEFAULT_FLOW_TIMEOUT_MS = 600_000;
 /** How long one refresh request may take by default: the remote spawn deadline's default, 10 s. */
 const DEFAULT_REFRESH_TIMEOUT_MS = 10_000;
 const CALLBACK_PATH = '/callback';
+const OFFLINE_ACCESS = 'offline_access';
 
 export class OAuthManager implements UpstreamCredentials {
   readonly #store: TokenStore;
@@ -71,6 +80,11 @@ export class OAuthManager implements UpstreamCredentials {
   /** The challenge of each server's last 401 (no secret in it: where its metadata is, the scope). */
   readonly #challenges = new Map<string, string>();
   readonly #flows = new Map<string, Flow>();
+  /**
+   * The scopes each key's last grant was asked for: a new authorization asks for them again
+   * with the challenge's (step-up: the union keeps what other operations need).
+   */
+  readonly #requested = new Map<string, string[]>();
   #closed = false;
 
   constructor(options: OAuthManagerOptions) {
@@ -102,9 +116,35 @@ export class OAuthManager implements UpstreamCredentials {
     if (grant === undefined) return undefined;
     // Authorized (or refreshed) since that token was sent: the current one is worth a try.
     if (bearer(grant) !== refused) return bearer(grant);
-    if (parseBearerChallenge(challenge)?.error === 'insufficient_scope') return undefined;
+    const parsed = parseBearerChallenge(challenge);
+    if (parsed?.error === 'insufficient_scope') return this.#stepUp(target.serverName, key, grant, parsed);
     const fresh = await this.#refresh(key, target.serverName, grant);
     return fresh === undefined ? undefined : bearer(fresh);
+  }
+
+  /**
+   * A token refused for a scope it lacks (RFC 6750 `insufficient_scope`): undefined when a step-up
+   * authorization can help (the next flow asks for the challenged scopes with those asked before,
+   * as the MCP spec's step-up flow says). Asked once per scope: when the challenge names only
+   * scopes this grant was already asked for (or names none), authorizing again would ask the same
+   * and meet the same refusal, so it is final.
+   *
+   * @throws PoolError AUTH_FAILED (final)
+   */
+  #stepUp(serverName: string, key: string, grant: StoredGrant, challenge: BearerChallenge): undefined {
+    const wanted = challenge.scope?.split(' ').filter(Boolean) ?? [];
+    const asked = this.#requested.get(key) ?? grant.requestedScopes ?? [];
+    const granted = grant.scope?.split(' ').filter(Boolean) ?? [];
+    if (wanted.some((scope) => !asked.includes(scope) && !granted.includes(scope))) return undefined;
+    const said = challenge.errorDescription === undefined ? '' : ` (it says: ${challenge.errorDescription.slice(0, 200)})`;
+    const why =
+      wanted.length === 0
+        ? 'without naming the scope it wants'
+        : `for lack of ${wanted.join(' ')}, which ${wanted.every((scope) => granted.includes(scope)) ? 'the token was issued with' : 'the authorization server did not grant when asked'}`;
+    this.#logger.warn({ server: serverName, scope: wanted.join(' ') }, `${serverName} refused its token ${why}: not asking again`);
+    throw new PoolError(ErrorCode.AUTH_FAILED, `${serverName} refused its token ${why}${said}: authorizing again would ask for the same scopes, so it is not asked again`, {
+      data: { serverName, status: 403, ...(wanted.length === 0 ? {} : { scope: wanted.join(' ') }) },
+    });
   }
 
   // --- Flows ----------------------------------------------------------------------------------
@@ -120,7 +160,8 @@ export class OAuthManager implements UpstreamCredentials {
     const url = config.transport === 'http' ? (config.httpUrl ?? config.url) : config.transport === 'sse' ? (config.url ?? config.httpUrl) : undefined;
     if (url === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${serverName} is not a remote (http or sse) server: it has nothing to authorize`);
     const key = keyOf(config, principal);
-    const discovered = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes);
+    const found = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes);
+    const discovered = { ...found, scopes: withOfflineAccess(found.as, union(this.#requested.get(key) ?? (await this.#grant(key))?.requestedScopes, found.scopes)) };
     this.#flows.get(key)?.close();
     if (options.device === true) return this.#startDevice(serverName, key, config, discovered);
     return this.#startCode(serverName, key, config, discovered);
@@ -188,6 +229,7 @@ export class OAuthManager implements UpstreamCredentials {
             res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(`mcpool: ${serverName} is authorized. You can close this window.\n`);
           } catch (error) {
             this.#logger.warn({ server: serverName, error: oauthMessage(error) }, `${serverName}: the authorization failed`);
+            this.#options.onFailed?.(serverName, oauthMessage(error));
             res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end(`mcpool: the authorization of ${serverName} failed: ${oauthMessage(error)}\n`);
           } finally {
             flow.close();
@@ -251,6 +293,7 @@ export class OAuthManager implements UpstreamCredentials {
         if (code === 'slow_down') intervalMs += 5000;
         else if (code !== 'authorization_pending') {
           this.#logger.warn({ server: serverName, error: oauthMessage(error) }, `${serverName}: the device authorization failed`);
+          this.#options.onFailed?.(serverName, oauthMessage(error));
           return flow.close();
         }
       }
@@ -271,15 +314,27 @@ export class OAuthManager implements UpstreamCredentials {
     };
   }
 
-  /** The configured client, else one registered dynamically for this flow. */
-  async #client(config: ServerConfig, discovered: Discovered, redirectUris: string[], grantTypes: string[]): Promise<{ client: oauth.Client; auth: oauth.ClientAuth }> {
+  /**
+   * The client this flow authorizes as, in the order the MCP spec sets (client registration):
+   * the config's pre-registered `oauth.clientId` (+ `clientSecret`), else the client ID metadata
+   * document URL when the daemon has one and the authorization server takes them
+   * (`client_id_metadata_document_supported`), else one registered dynamically (RFC 7591) for
+   * this flow at this authorization server (credentials are never carried to another one).
+   */
+  async #client(config: ServerConfig, discovered: Discovered, redirectUris: string[], grantTypes: string[]): Promise<{ client: FlowClient; auth: oauth.ClientAuth }> {
+    const { as } = discovered;
     const { clientId, clientSecret } = config.oauth ?? {};
     if (clientId !== undefined) {
-      return { client: { client_id: clientId }, auth: clientSecret === undefined ? oauth.None() : oauth.ClientSecretPost(clientSecret) };
+      const client: FlowClient = { client_id: clientId, ...(clientSecret === undefined ? {} : { client_secret: clientSecret }), token_endpoint_auth_method: authMethodFor(as, clientSecret, undefined) };
+      return { client, auth: clientAuth(client) };
     }
-    const { as } = discovered;
+    const metadataUrl = this.#options.clientMetadataUrl;
+    if (metadataUrl !== undefined && as.client_id_metadata_document_supported === true) {
+      const client: FlowClient = { client_id: metadataUrl, token_endpoint_auth_method: 'none' };
+      return { client, auth: clientAuth(client) };
+    }
     if (as.registration_endpoint === undefined) {
-      throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} offers no dynamic client registration: set oauth.clientId (and clientSecret) in the server's config`);
+      throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} offers no dynamic client registration${metadataUrl === undefined && as.client_id_metadata_document_supported === true ? ' (it takes client ID metadata documents: set daemon.oauthClientMetadataUrl)' : ''}: set oauth.clientId (and clientSecret) in the server's config`);
     }
     try {
       const response = await oauth.dynamicClientRegistrationRequest(
@@ -287,17 +342,22 @@ export class OAuthManager implements UpstreamCredentials {
         { client_name: 'mcpool', redirect_uris: redirectUris, grant_types: grantTypes, response_types: redirectUris.length > 0 ? ['code'] : [], token_endpoint_auth_method: 'none', application_type: 'native' },
         insecureFor(new URL(as.registration_endpoint)),
       );
-      const registered = await oauth.processDynamicClientRegistrationResponse(response);
-      this.#options.redactor.add(registered.client_secret as string | undefined);
-      const secret = registered.client_secret as string | undefined;
-      return { client: { client_id: registered.client_id }, auth: secret === undefined ? oauth.None() : oauth.ClientSecretPost(secret) };
+      const registered = await registrationOf(response);
+      this.#options.redactor.add(registered.client_secret);
+      const client: FlowClient = {
+        client_id: registered.client_id,
+        ...(registered.client_secret === undefined ? {} : { client_secret: registered.client_secret }),
+        token_endpoint_auth_method: authMethodFor(as, registered.client_secret, registered.token_endpoint_auth_method),
+      };
+      return { client, auth: clientAuth(client) };
     } catch (error) {
       throw new PoolError(ErrorCode.AUTH_FAILED, `dynamic client registration at ${as.issuer} failed: ${oauthMessage(error)}`, { cause: error });
     }
   }
 
-  async #granted(serverName: string, key: string, discovered: Discovered, client: oauth.Client, tokens: oauth.TokenEndpointResponse): Promise<void> {
-    const grant = grantOf(discovered.resource, discovered.as, client, tokens, undefined);
+  async #granted(serverName: string, key: string, discovered: Discovered, client: FlowClient, tokens: oauth.TokenEndpointResponse): Promise<void> {
+    const grant = { ...grantOf(discovered.resource, discovered.as, client, tokens, undefined), ...(discovered.scopes === undefined ? {} : { requestedScopes: discovered.scopes }) };
+    if (discovered.scopes !== undefined) this.#requested.set(key, discovered.scopes);
     this.#remember(grant);
     await this.#store.write(key, grant);
     this.#grants.set(key, grant);
@@ -342,8 +402,8 @@ export class OAuthManager implements UpstreamCredentials {
         await this.#store.remove(key);
         return undefined;
       }
-      const client: oauth.Client = { client_id: grant.client.client_id };
-      const auth = grant.client.client_secret === undefined ? oauth.None() : oauth.ClientSecretPost(grant.client.client_secret);
+      const client = storedClient(grant);
+      const auth = clientAuth(client);
       try {
         const response = await oauth.refreshTokenGrantRequest(grant.as, client, auth, grant.refreshToken, {
           additionalParameters: { resource: grant.resource },
@@ -353,7 +413,7 @@ export class OAuthManager implements UpstreamCredentials {
           ...insecureFor(new URL(grant.as.token_endpoint!)),
         });
         const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
-        const next = grantOf(grant.resource, grant.as, grant.client, tokens, grant.refreshToken);
+        const next = { ...grantOf(grant.resource, grant.as, client, tokens, grant.refreshToken), ...(grant.requestedScopes === undefined ? {} : { requestedScopes: grant.requestedScopes }) };
         this.#remember(next);
         await this.#store.write(key, next);
         this.#grants.set(key, next);
@@ -411,18 +471,94 @@ function refreshMargin(grant: StoredGrant): number {
   return Math.min(REFRESH_MARGIN_MAX_MS, lifetime / 3);
 }
 
-function grantOf(resource: string, as: oauth.AuthorizationServer, client: { client_id: string; client_secret?: unknown }, tokens: oauth.TokenEndpointResponse, previousRefresh: string | undefined): StoredGrant {
+function grantOf(resource: string, as: oauth.AuthorizationServer, client: FlowClient, tokens: oauth.TokenEndpointResponse, previousRefresh: string | undefined): StoredGrant {
   const lifetimeMs = tokens.expires_in === undefined ? undefined : tokens.expires_in * 1000;
   return {
     resource,
     as,
-    client: { client_id: client.client_id, ...(typeof client.client_secret === 'string' ? { client_secret: client.client_secret } : {}) },
+    client: { client_id: client.client_id, ...(client.client_secret === undefined ? {} : { client_secret: client.client_secret }), token_endpoint_auth_method: client.token_endpoint_auth_method },
     accessToken: tokens.access_token,
     // Rotation: a new refresh token replaces the old one; none given keeps the old one.
     refreshToken: tokens.refresh_token ?? previousRefresh,
     ...(lifetimeMs === undefined ? {} : { expiresAt: Date.now() + lifetimeMs, lifetimeMs }),
     ...(tokens.scope === undefined ? {} : { scope: tokens.scope }),
   };
+}
+
+/** A client as a flow uses it: its id, its secret if it has one, and how it authenticates at the token endpoint. */
+type FlowClient = oauth.Client & { client_id: string; client_secret?: string; token_endpoint_auth_method: TokenAuthMethod };
+
+/**
+ * How a client authenticates at the token endpoint: as its registration answered, else, with a
+ * secret, the way the server lists (`client_secret_basic`, which RFC 8414 §2 makes the default
+ * when it lists none, before `client_secret_post`); without a secret, `none`.
+ */
+function authMethodFor(as: oauth.AuthorizationServer, secret: string | undefined, registered: string | undefined): TokenAuthMethod {
+  if (secret === undefined || registered === 'none') return 'none';
+  if (registered === 'client_secret_basic' || registered === 'client_secret_post') return registered;
+  const supported = as.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
+  return !supported.includes('client_secret_basic') && supported.includes('client_secret_post') ? 'client_secret_post' : 'client_secret_basic';
+}
+
+/**
+ * `client_secret_basic` as RFC 6749 §2.3.1 writes it: id and secret each form-urlencoded (the
+ * WHATWG algorithm: `-`, `.`, `_`, `*` stay as they are), joined by `:`, in base64.
+ * `oauth4webapi`'s own also escapes `-` and `.`, which servers that do not decode (several do
+ * not) read as another client id.
+ */
+function clientSecretBasic(clientSecret: string): oauth.ClientAuth {
+  const encode = (value: string): string => new URLSearchParams([['', value]]).toString().slice(1);
+  return (_as, client, _body, headers) => {
+    headers.set('authorization', `Basic ${Buffer.from(`${encode(client.client_id)}:${encode(clientSecret)}`).toString('base64')}`);
+  };
+}
+
+function clientAuth(client: FlowClient): oauth.ClientAuth {
+  if (client.token_endpoint_auth_method === 'client_secret_basic') return clientSecretBasic(client.client_secret ?? '');
+  if (client.token_endpoint_auth_method === 'client_secret_post') return oauth.ClientSecretPost(client.client_secret ?? '');
+  return oauth.None();
+}
+
+/** The client of a stored grant (one kept before methods were stored sent its secret in the body). */
+function storedClient(grant: StoredGrant): FlowClient {
+  const { client_id, client_secret } = grant.client;
+  const method = grant.client.token_endpoint_auth_method ?? (client_secret === undefined ? 'none' : 'client_secret_post');
+  return { client_id, ...(client_secret === undefined ? {} : { client_secret }), token_endpoint_auth_method: method };
+}
+
+/** What a registration answered (RFC 7591 §3.2.1). Read leniently: servers omit `client_secret_expires_at`, which the RFC requires with a secret. */
+const registrationSchema = z.looseObject({ client_id: z.string().min(1), client_secret: z.string().min(1).optional(), token_endpoint_auth_method: z.string().optional() });
+
+async function registrationOf(response: Response): Promise<z.infer<typeof registrationSchema>> {
+  let body: unknown;
+  try {
+    body = await response.json();
+  } catch {
+    throw new Error(`the registration endpoint answered HTTP ${response.status} without JSON`);
+  }
+  if (response.status !== 201 && response.status !== 200) {
+    const error = body as { error?: unknown; error_description?: unknown } | null;
+    throw new Error(`the registration endpoint answered HTTP ${response.status}${typeof error?.error === 'string' ? `: ${error.error}` : ''}${typeof error?.error_description === 'string' ? `: ${error.error_description}` : ''}`);
+  }
+  const parsed = registrationSchema.safeParse(body);
+  if (!parsed.success) throw new Error(`the registration answer is not usable: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** `a ∪ b` in order (a's first), or undefined when both are. */
+function union(a: readonly string[] | undefined, b: readonly string[] | undefined): string[] | undefined {
+  if (a === undefined && b === undefined) return undefined;
+  return [...new Set([...(a ?? []), ...(b ?? [])])];
+}
+
+/**
+ * Scopes with `offline_access` added when the authorization server lists it: the daemon runs
+ * for days and wants a refresh token (the MCP spec lets a client ask for it then, and only then).
+ * Never added on its own: a request that names no scope leaves the choice to the server.
+ */
+function withOfflineAccess(as: oauth.AuthorizationServer, scopes: string[] | undefined): string[] | undefined {
+  if (scopes === undefined || scopes.length === 0 || scopes.includes(OFFLINE_ACCESS) || !as.scopes_supported?.includes(OFFLINE_ACCESS)) return scopes;
+  return [...scopes, OFFLINE_ACCESS];
 }
 
 function bearer(grant: StoredGrant): string {

@@ -10,12 +10,16 @@ import { createHash } from 'node:crypto';
 import type { AuthorizationServer } from 'oauth4webapi';
 import type { SharedStore } from '../store/sharedStore.js';
 
+/** How a client authenticates at the token endpoint (RFC 7591 §2). */
+export type TokenAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+
 /** What one authorization left: the tokens, and what refreshing them needs. */
 export interface StoredGrant {
   /** The resource indicator the tokens are for (the MCP server's URL). */
   resource: string;
   as: AuthorizationServer;
-  client: { client_id: string; client_secret?: string | undefined };
+  /** The client the grant was issued to, and how it authenticates at the token endpoint (absent in grants kept before it was stored). */
+  client: { client_id: string; client_secret?: string | undefined; token_endpoint_auth_method?: TokenAuthMethod | undefined };
   accessToken: string;
   refreshToken?: string | undefined;
   /** When the access token expires (ms since the epoch); absent when the server did not say. */
@@ -23,6 +27,8 @@ export interface StoredGrant {
   /** The access token's lifetime as issued (ms): how early it is refreshed. */
   lifetimeMs?: number | undefined;
   scope?: string | undefined;
+  /** The scopes the authorization asked for (a step-up asks for them again, with the new ones). */
+  requestedScopes?: string[] | undefined;
 }
 
 export function grantKey(parts: { resource: string; clientId: string | undefined; principal: string | undefined }): string {

@@ -11,7 +11,7 @@ import './style.css';
 const EVENT_TYPES = [
   'entry_status', 'disconnected', 'reconnected', 'failed', 'mcp_budget_warning', 'mcp_child_refused_batch',
   'servers_progress', 'config_reloaded', 'config_rejected', 'server_restarted', 'session_created', 'session_closed',
-  'events_lost', 'shutdown', 'auth_required', 'auth_completed', 'server_unavailable',
+  'events_lost', 'shutdown', 'auth_required', 'auth_completed', 'auth_failed', 'server_unavailable',
 ];
 const MAX_EVENTS = 100;
 const STATUS_POLL_MS = 3000;
@@ -48,6 +48,7 @@ function describeEvent(event) {
     case 'mcp_child_refused_batch': return `budget refused ${event.refused.length} server(s)`;
     case 'auth_required': return `${event.serverName} needs authorization (Authorize, or run ${event.command})`;
     case 'auth_completed': return `${event.serverName} authorized`;
+    case 'auth_failed': return `${event.serverName}: the authorization failed: ${event.message}`;
     case 'servers_progress': return `servers ready ${event.ready}/${event.total}${event.failed ? `, ${event.failed} failed` : ''}`;
     default: return event.type;
   }
