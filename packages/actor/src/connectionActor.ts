@@ -8,7 +8,7 @@
 import { threadId, type MessagePort } from 'node:worker_threads';
 import { createActor, type Actor } from 'xstate';
 import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents, WireError } from '@mcpool/protocol';
-import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel } from '@mcpool/protocol/rpc';
+import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel, errorFromWire } from '@mcpool/protocol/rpc';
 import { upstreamUnavailable } from '@mcpool/protocol/refusals';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
 import { ServerConnection, authRequired } from './serverConnection.js';
@@ -64,7 +64,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     },
     mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
     relistTools: (conn, generation) => store.refresh('tools', conn, generation),
-    reauthorize: (challenge) => reauthorize(challenge),
+    reauthorize: (challenge, status) => reauthorize(challenge, status),
     get logger() {
       return logger;
     },
@@ -136,31 +136,31 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     return { ...config, headers: { ...config.headers, authorization } };
   }
 
-  /** Calls waiting for the supervisor's answer to a refused token (true: a new one is set). */
-  let authWaiters: ((renewed: boolean) => void)[] = [];
+  /** Calls waiting for the supervisor's answer to a refused token (true: a new one is set; an error: fail with it). */
+  let authWaiters: ((answer: boolean | PoolError) => void)[] = [];
   /** How long a refused call waits for a refreshed token before it fails. */
   const REAUTHORIZE_WAIT_MS = 15_000;
 
-  function settleAuthWaiters(renewed: boolean): void {
+  function settleAuthWaiters(answer: boolean | PoolError): void {
     const waiters = authWaiters;
     authWaiters = [];
-    for (const resolve of waiters) resolve(renewed);
+    for (const resolve of waiters) resolve(answer);
   }
 
-  /** Asks the supervisor once for a new token (however many calls were refused meanwhile) and waits for it, bounded. */
-  function reauthorize(challenge: string | undefined): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
+  /** Asks the supervisor once for a new token (however many calls were refused meanwhile) and waits for its answer, bounded. */
+  function reauthorize(challenge: string | undefined, status: 401 | 403): Promise<boolean | PoolError> {
+    return new Promise<boolean | PoolError>((resolve) => {
       const timer = setTimeout(() => {
         authWaiters = authWaiters.filter((waiter) => waiter !== settle);
         resolve(false);
       }, REAUTHORIZE_WAIT_MS);
       timer.unref();
-      const settle = (renewed: boolean): void => {
+      const settle = (answer: boolean | PoolError): void => {
         clearTimeout(timer);
-        resolve(renewed);
+        resolve(answer);
       };
       authWaiters.push(settle);
-      if (authWaiters.length === 1) emitControl('authRejected', { challenge });
+      if (authWaiters.length === 1) emitControl('authRejected', { challenge, status });
     });
   }
 
@@ -489,6 +489,10 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
         }
         case 'setAuthorization':
           return setAuthorization((opArgs as { authorization: string }).authorization);
+        case 'declineAuthorization': {
+          const { error } = opArgs as ControlOps['declineAuthorization']['args'];
+          return settleAuthWaiters(error === undefined ? false : errorFromWire(error));
+        }
         default:
           throw new PoolError(ErrorCode.INVALID_ARGUMENT, `unknown control operation ${op}`);
       }

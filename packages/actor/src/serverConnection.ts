@@ -29,7 +29,7 @@ import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from 
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import type { ChildSpawner } from './transports/stdioChild.js';
 import type { ReadGate } from './sourceThrottle.js';
-import { UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
+import { refusesToken, UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
 import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
 
 /** The logging surface the connection needs (pino's shape, a subset). */
@@ -574,7 +574,7 @@ async function probe(client: UpstreamClient, options: OpenConnectionOptions, tim
     if (error instanceof UpstreamClosedError || (client.transport instanceof ProcessGroupStdioTransport && client.transport.exited)) {
       throw new ProbeExited('the server exited on server/discover');
     }
-    if (error instanceof UpstreamHttpError && error.status === 401) throw authRequired(error);
+    if (refusesToken(error)) throw authRequired(error);
     if (error instanceof UpstreamHttpError && error.status === 403) {
       throw new PoolError(ErrorCode.SPAWN_FAILED, `the server refused the request: HTTP ${error.status} (authentication)`, { data: { status: error.status } });
     }
@@ -662,7 +662,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
       return opened;
     } catch (error) {
       await client.close();
-      if (error instanceof UpstreamHttpError && error.status === 401) throw authRequired(error);
+      if (refusesToken(error)) throw authRequired(error);
       const status = error instanceof UpstreamHttpError ? error.status : undefined;
       if (status !== 400 && status !== 404 && status !== 405) throw error;
       logger.info({ status }, 'Streamable HTTP refused; falling back to legacy SSE');
@@ -675,19 +675,20 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     await client.start();
     return { client, info: await initialize(client, options), probed: false };
   } catch (error) {
-    if (error instanceof UpstreamHttpError && error.status === 401) throw authRequired(error);
+    if (refusesToken(error)) throw authRequired(error);
     throw error;
   }
 }
 
 /**
- * HTTP 401: the server wants a token the pool does not have, or refused the one it sent. Not a
- * spawn failure: the connection machine does not retry it, the supervisor waits for a token.
- * `challenge` is the `WWW-Authenticate` header (it names no secret: resource metadata, scopes).
+ * A refused token (see `refusesToken`): the server wants a token the pool does not have, or
+ * refused the one it sent. Not a spawn failure: the connection machine does not retry it, the
+ * supervisor waits for a token. `challenge` is the `WWW-Authenticate` header (it names no
+ * secret: resource metadata, scopes).
  */
 export function authRequired(error: UpstreamHttpError): PoolError {
-  return new PoolError(ErrorCode.AUTH_REQUIRED, 'the server requires authorization (HTTP 401)', {
-    data: { status: 401, ...(error.wwwAuthenticate === undefined ? {} : { challenge: error.wwwAuthenticate }) },
+  return new PoolError(ErrorCode.AUTH_REQUIRED, `the server requires authorization (HTTP ${error.status})`, {
+    data: { status: error.status, ...(error.wwwAuthenticate === undefined ? {} : { challenge: error.wwwAuthenticate }) },
   });
 }
 
@@ -737,6 +738,8 @@ function describeStdioFailure(stdio: ProcessGroupStdioTransport): string {
 }
 
 function toSpawnError(error: unknown, transportError: Error | undefined, stdioDetail: string): PoolError {
+  // Refused while listing what it serves (a server that takes `initialize` without a token).
+  if (refusesToken(error)) return authRequired(error);
   if (error instanceof PoolError && error.code !== ErrorCode.CALL_TIMEOUT && error.code !== ErrorCode.CALL_CANCELLED) {
     return stdioDetail ? new PoolError(error.code, `${error.message}; ${stdioDetail}`, { cause: error, ...(error.data ? { data: error.data } : {}) }) : error;
   }

@@ -25,7 +25,7 @@ import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import type { ListenFilter, ServerConnection } from './serverConnection.js';
 import { JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { jsonRpcErrorIn } from './transports/jsonRpcErrorBody.js';
-import { UpstreamHttpError } from './transports/upstreamTransport.js';
+import { refusesToken, UpstreamHttpError } from './transports/upstreamTransport.js';
 import { UpstreamRpcError, type ProgressPayload } from './upstreamClient.js';
 import { ViewOutbox } from './outbox.js';
 
@@ -36,8 +36,11 @@ export interface ViewHubDeps {
   mapError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError;
   /** Re-lists the server's tools on `conn` and applies the result; never rejects. */
   relistTools(conn: ServerConnection, generation: number): Promise<void>;
-  /** The server refused the token (HTTP 401, `challenge`): true once the supervisor gave a new one, false when it has none. Never rejects. */
-  reauthorize(challenge: string | undefined): Promise<boolean>;
+  /**
+   * The server refused the token (HTTP 401, or 403 with `challenge`): true once the supervisor
+   * gave a new one; false when it has none; an error when it said what to do instead. Never rejects.
+   */
+  reauthorize(challenge: string | undefined, status: 401 | 403): Promise<boolean | PoolError>;
   logger: { warn(obj: object, msg?: string): void };
 }
 
@@ -267,10 +270,15 @@ export class ViewHub {
     return await send().catch((failure: unknown) => this.#reauthorized(failure, send, ctx));
   }
 
-  /** After an HTTP 401, `send` again once the supervisor gave a new token; any other failure is thrown as is. */
+  /**
+   * After a refused token (HTTP 401, or 403 with a challenge), `send` again once the supervisor
+   * gave a new token, else fail with what it said; any other failure is thrown as is.
+   */
   async #reauthorized(error: unknown, send: () => Promise<Record<string, unknown>>, ctx: RpcHandlerContext): Promise<Record<string, unknown>> {
-    if (!(error instanceof UpstreamHttpError) || error.status !== 401 || ctx.signal.aborted) throw error;
-    if (!(await this.#deps.reauthorize(error.wwwAuthenticate))) throw error;
+    if (!refusesToken(error) || ctx.signal.aborted) throw error;
+    const answer = await this.#deps.reauthorize(error.wwwAuthenticate, error.status === 403 ? 403 : 401);
+    if (answer instanceof PoolError) throw answer;
+    if (!answer) throw error;
     return await send();
   }
 

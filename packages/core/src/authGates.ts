@@ -2,7 +2,8 @@
  * Remote servers behind authorization: where an entry's token comes from, and the gates that
  * keep a key whose server answered HTTP 401 from being spawned again until the host has a token.
  * A 401 is a state, not a failure: the key is `auth_required` (acquires are refused with
- * `MCPOOL_AUTH_REQUIRED`, nothing reaches the server) until the host calls `authorized`.
+ * `MCPOOL_AUTH_REQUIRED`, nothing reaches the server) until the host calls `authorized`. A 403
+ * with a challenge (a scope the token lacks) closes no gate: that request fails, the token serves on.
  *
  * The gates map holds one record per authorization key (a server, or a server and principal)
  * that answered 401; `authorized(name)` removes that server's.
@@ -66,11 +67,16 @@ export class AuthGates {
     for (const [key, gate] of this.#gates) if (gate.serverName === serverName) this.#gates.delete(key);
   }
 
-  /** A connect met HTTP 401: a refreshed token gets one more try (by the acquire), else the key waits for authorization. */
+  /**
+   * A connect met a refused token: a newer token gets one more try (by the acquire); a refusal the
+   * host says no authorization can cure fails the connect with that error; else the key waits
+   * for authorization.
+   */
   async spawnRefused(entry: PoolEntry, failure: PoolError): Promise<PoolError> {
     const challenge = (failure.data as { challenge?: string } | undefined)?.challenge;
     if (this.usesCredentials(entry.config)) {
-      const next = await this.#credentials!.refused(targetOf(entry), entry.authorization, challenge).catch(() => undefined);
+      const next = await this.#credentials!.refused(targetOf(entry), entry.authorization, challenge).catch((error: unknown) => (incurable(error) ? error : undefined));
+      if (next instanceof PoolError) return next;
       if (next !== undefined && next !== entry.authorization) return new PoolError(ErrorCode.AUTH_REQUIRED, `${entry.serverName} refused its token; a refreshed one is ready`, { data: { serverName: entry.serverName } });
     }
     this.close(entry, challenge);
@@ -78,11 +84,35 @@ export class AuthGates {
   }
 
   /**
-   * A call met HTTP 401 (expired or revoked token): refresh once and hand the new token to the
-   * actor, else close the gate and fail every live entry on that authorization (`holders`; each
-   * holds the same dead token), so every view gets `failed` and what to do.
+   * A call met HTTP 403 with a challenge: its token lacks a scope. The token still serves every
+   * other request, so nothing is gated: a newer token (authorized since) is tried once, else the
+   * refused calls fail with what to run (a step-up authorization asks for the missing scope), or
+   * with the host's reason no authorization would help.
    */
-  callRefused(entry: PoolEntry, challenge: string | undefined, holders: () => PoolEntry[], closeEntry: (holder: PoolEntry) => Promise<void>): Promise<void> {
+  async #scopeRefused(entry: PoolEntry, challenge: string | undefined): Promise<void> {
+    const sent = entry.authorization;
+    let answer: string | PoolError | undefined;
+    if (this.usesCredentials(entry.config)) answer = await this.#credentials!.refused(targetOf(entry), sent, challenge).catch((error: unknown) => (incurable(error) ? error : undefined));
+    if (typeof answer === 'string' && answer !== sent) {
+      entry.authorization = answer;
+      await entry.thread.request('setAuthorization', { authorization: answer }).catch(() => undefined);
+      return;
+    }
+    const error = answer instanceof PoolError ? answer : this.usesCredentials(entry.config) ? stepUpError(entry.serverName, challenge) : undefined;
+    await entry.thread.request('declineAuthorization', { error: error?.toWire() }).catch(() => undefined);
+  }
+
+  /**
+   * A call met a refused token. A 403 is a missing scope (above). A 401 (expired or revoked
+   * token): refresh once and hand the new token to the actor, else close the gate and fail every
+   * live entry on that authorization (`holders`; each holds the same dead token), so every view
+   * gets `failed` and what to do.
+   */
+  callRefused(entry: PoolEntry, challenge: string | undefined, status: 401 | 403 | undefined, holders: () => PoolEntry[], closeEntry: (holder: PoolEntry) => Promise<void>): Promise<void> {
+    if (status === 403) {
+      entry.authRefusal ??= this.#scopeRefused(entry, challenge).finally(() => (entry.authRefusal = undefined));
+      return entry.authRefusal;
+    }
     entry.authRefusal ??= (async () => {
       const sent = entry.authorization;
       const next = this.usesCredentials(entry.config) ? await this.#credentials!.refused(targetOf(entry), sent, challenge).catch(() => undefined) : undefined;
@@ -124,4 +154,20 @@ function targetOf(entry: PoolEntry): CredentialTarget {
  */
 export function authRequiredError(serverName: string): PoolError {
   return new PoolError(ErrorCode.AUTH_REQUIRED, `${serverName} requires authorization: nothing is sent to it until its host authorizes it`, { data: { serverName } });
+}
+
+/**
+ * A request refused for a scope its token lacks (HTTP 403): authorizing again (a step-up, which
+ * asks for the missing scope) lets it through. Like `authRequiredError` it names no command: how
+ * a host authorizes is the host's to say.
+ */
+function stepUpError(serverName: string, challenge: string | undefined): PoolError {
+  return new PoolError(ErrorCode.AUTH_REQUIRED, `${serverName} needs more authorization for this request (HTTP 403, a scope its token lacks)`, {
+    data: { serverName, status: 403, ...(challenge === undefined ? {} : { challenge }) },
+  });
+}
+
+/** The host's word that no authorization would help (see `UpstreamCredentials.refused`). */
+function incurable(error: unknown): error is PoolError {
+  return error instanceof PoolError && error.code === ErrorCode.AUTH_FAILED;
 }

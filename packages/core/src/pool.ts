@@ -660,15 +660,18 @@ export class McpTransportPool {
       case 'throttle':
         entry.throttled = (data as ActorEvents['throttle']).throttled;
         return;
-      case 'authRejected':
+      case 'authRejected': {
+        const { challenge, status } = data as ActorEvents['authRejected'];
         void this.#auth.callRefused(
           entry,
-          (data as ActorEvents['authRejected']).challenge,
+          challenge,
+          status,
           // Every entry on that authorization (unpooled ones each have their own connection) holds the same dead token.
           () => [...this.#entries.values()].filter((other) => other.key.authKey === entry.key.authKey && !other.terminal),
           (holder) => this.#closeEntry(holder, 'auth_required'),
         );
         return;
+      }
       case 'era': {
         const { era, protocolVersion, probed } = data as ActorEvents['era'];
         entry.era = era;
@@ -708,8 +711,9 @@ export class McpTransportPool {
     } else {
       const lastError: WireError = payload.error ?? { code: ErrorCode.SERVER_FAILED, message: 'failed' };
       entry.lastError = lastError;
-      // A reconnect met HTTP 401: the key waits for a token like a first connect would.
-      if (lastError.code === ErrorCode.AUTH_REQUIRED) this.#auth.close(entry, (lastError.data as { challenge?: string } | undefined)?.challenge);
+      // A reconnect met a refused token: the key waits for a token like a first connect would.
+      // (A first connect's refusal is judged by its spawn, which asks the credentials first.)
+      if (lastError.code === ErrorCode.AUTH_REQUIRED && entry.status !== 'spawning') this.#auth.close(entry, (lastError.data as { challenge?: string } | undefined)?.challenge);
       this.#emit({ ...base, type: 'failed', lastError });
       this.#views.drop(entry);
       void this.#retire(entry, entry.thread.shutdown('failed', this.#options.shutdownStepMs * 2 + 1000));

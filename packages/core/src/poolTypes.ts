@@ -175,9 +175,12 @@ export interface UpstreamCredentials {
    */
   authorization(target: CredentialTarget, options?: { signal?: AbortSignal }): Promise<string | undefined>;
   /**
-   * The server answered `refused` (undefined: no token was sent) with HTTP 401 and `challenge`
-   * (its `WWW-Authenticate`). Return another value to try once (a refreshed token), or undefined:
-   * the key is then `auth_required`.
+   * The server answered `refused` (undefined: no token was sent) with HTTP 401, or 403 with a
+   * challenge (a scope the token lacks), and `challenge` (its `WWW-Authenticate`). Return another
+   * value to try once (a newer token), or undefined: authorizing again is needed (a 401 makes the
+   * key `auth_required`; a 403 fails that request, saying what to run, and the token serves on).
+   * Reject with `MCPOOL_AUTH_FAILED` when authorizing again would not help either: the refused
+   * request (or connect) fails with that error and the key is not gated.
    */
   refused(target: CredentialTarget, refused: string | undefined, challenge: string | undefined): Promise<string | undefined>;
 }

@@ -126,6 +126,11 @@ export interface ControlOps {
   fail: { args: { error: WireError }; result: void };
   /** A new `Authorization` value (a refreshed token): used by every later request and reconnect. */
   setAuthorization: { args: { authorization: string }; result: void };
+  /**
+   * No new token for the calls refused since the last `authRejected`: they fail now, with `error`
+   * when given (what to do), else with the server's refusal itself.
+   */
+  declineAuthorization: { args: { error?: WireError | undefined }; result: void };
 }
 
 /** A stdio server's process, as its actor asks for it: what to run, where, with exactly this environment. */
@@ -161,8 +166,12 @@ export interface ActorEvents {
   spawned: { pid: number; pgid: number };
   /** A retired connection's process group is gone (after a restart or a transport loss). */
   reaped: { pgid: number };
-  /** The remote server answered a call with HTTP 401; `challenge` is its `WWW-Authenticate`. */
-  authRejected: { challenge?: string | undefined };
+  /**
+   * The remote server refused a call's token: HTTP 401, or 403 with a challenge (a scope the
+   * token lacks); `challenge` is its `WWW-Authenticate`. Answered by `setAuthorization` or
+   * `declineAuthorization`.
+   */
+  authRejected: { challenge?: string | undefined; status?: 401 | 403 | undefined };
   /** The actor's machine changed state. */
   status: { status: EntryStatus; generation: number; reason?: string /* a DisconnectReason, or free text */; error?: WireError };
   /** The connection was lost, came back, or failed (the same payload views get). */

@@ -47,6 +47,15 @@ export class UpstreamHttpError extends Error {
   }
 }
 
+/**
+ * True when the server refused the token itself: HTTP 401, or 403 with a `WWW-Authenticate`
+ * challenge (RFC 6750 §3.1 `insufficient_scope`: the token lacks a scope). The host's credentials
+ * may have a better token; a 403 without a challenge is a plain refusal no token changes.
+ */
+export function refusesToken(error: unknown): error is UpstreamHttpError {
+  return error instanceof UpstreamHttpError && (error.status === 401 || (error.status === 403 && error.wwwAuthenticate !== undefined));
+}
+
 /** A request that never got an HTTP answer (refused, reset, DNS, TLS); `cause` is the system error. */
 export class UpstreamNetworkError extends Error {
   override name = 'UpstreamNetworkError';
