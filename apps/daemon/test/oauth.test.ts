@@ -23,7 +23,7 @@ import { main } from 'mcpool';
 import type { HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { connectClient } from './gatewayHelpers.js';
 import type { Harness } from './helpers.js';
-import { oauthStack, type OAuthStack as Stack } from './oauthStack.js';
+import { oauthStack, type OAuthStack as Stack, type OAuthStackOptions } from './oauthStack.js';
 
 const open: (() => Promise<void>)[] = [];
 
@@ -31,7 +31,7 @@ afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-function stack(options: { accessTokenTtlS?: number; listen?: boolean } = {}): Promise<Stack> {
+function stack(options: OAuthStackOptions = {}): Promise<Stack> {
   return oauthStack(open, options);
 }
 
@@ -243,3 +243,72 @@ describe('authorization', () => {
     expect(s.as.tokenRequests['urn:ietf:params:oauth:grant-type:device_code']).toBe(1);
   });
 });
+
+describe('step-up authorization (a 403 for a scope the token lacks)', () => {
+  /** `mcpool auth remote` through the CLI: the authorization URL it printed, and its exit code when it ends. */
+  async function authCommand(s: Stack): Promise<{ url: URL; out: string[]; err: string[]; done: Promise<number> }> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const done = main(['node', 'mcpool', 'auth', 'remote', '--no-open', '--timeout', '120', '--url', s.base], {
+      stdout: (text) => out.push(text),
+      stderr: (text) => err.push(text),
+      env: { MCPOOL_TOKEN: s.h.token, MCPOOL_STATE_DIR: join(s.h.dir, 'state') },
+      cwd: s.h.dir,
+    });
+    await until('the authorization URL', () => out.some((line) => line.includes('http://')));
+    return { url: new URL(/(http:\/\/\S+\/auth\?\S+)/.exec(out.join('\n'))![1]!), out, err, done };
+  }
+
+  it('fails that call with the command to run while the token serves on; the next authorization asks for the union; a scope never granted is not asked again', async () => {
+    const s = await stack({ listen: true, resourceScope: 'mcp:tools mcp:write', requireScopes: { progress: 'mcp:write', slow: 'mcp:admin' } });
+    await authorize(s);
+    const session = await createSession(s.h);
+    const call = (name: string, args: Record<string, unknown>): Promise<{ statusCode: number; json: () => unknown }> =>
+      s.h.request({ method: 'POST', url: `/sessions/${session}/tools/call`, payload: { server: 'remote', name, arguments: args } });
+    expect((await echo(s.h, session, 'before')).statusCode).toBe(200);
+
+    const refused = await call('progress', { steps: 0 });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED', message: expect.stringContaining('run `mcpool auth remote`') });
+    // Nothing is gated: the server stays active and its other tools answer on the same token.
+    expect((await status(s.h)).status).toBe('active');
+    expect((await echo(s.h, session, 'still')).json()).toMatchObject({ result: { content: [{ text: 'still' }] } });
+    expect(s.events.filter((event) => event.type === 'auth_required')).toHaveLength(1);
+
+    // The step-up asks for what was asked before and the challenged scope.
+    const stepUp = await authCommand(s);
+    expect(stepUp.url.searchParams.get('scope')).toBe('mcp:tools offline_access mcp:write');
+    expect(await s.as.approve(stepUp.url.href)).toMatchObject({ status: 200 });
+    expect(await stepUp.done).toBe(0);
+    // The live connection took the new token: the same session's call goes through.
+    await until('the call with the new scope', async () => (await call('progress', { steps: 0 })).statusCode === 200);
+    expect((await call('progress', { steps: 0 })).json()).toMatchObject({ result: { content: [{ text: 'done 0' }] } });
+
+    // A scope the authorization server never grants: asked for once; refused again, it is final.
+    expect((await call('slow', { ms: 0 })).json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED' });
+    const admin = await authCommand(s);
+    expect(admin.url.searchParams.get('scope')).toBe('mcp:tools offline_access mcp:write mcp:admin');
+    await s.as.approve(admin.url.href);
+    expect(await admin.done).toBe(0);
+    const final = await call('slow', { ms: 0 });
+    expect(final.json()).toMatchObject({ code: 'MCPOOL_AUTH_FAILED', message: expect.stringContaining('lack of mcp:admin, which the authorization server did not grant when asked (it says: slow needs mcp:admin)') });
+    expect((await call('slow', { ms: 0 })).json()).toMatchObject({ code: 'MCPOOL_AUTH_FAILED' });
+    expect((await status(s.h)).status).toBe('active');
+    expect(s.as.tokenRequests.authorization_code).toBe(3);
+  });
+
+  it('a refused authorization answer ends `mcpool auth` at once with the reason (auth_failed), and nothing is authorized', async () => {
+    const s = await stack({ listen: true });
+    const started = await authCommand(s);
+    // A callback the authorization server did not send (its state is not the flow's).
+    const callback = new URL(started.url.searchParams.get('redirect_uri')!);
+    callback.search = new URLSearchParams({ code: 'forged', state: 'not-the-flows', iss: s.as.issuer }).toString();
+    expect((await fetch(callback)).status).toBe(400);
+    expect(await started.done).toBe(1);
+    expect(started.err.join('\n')).toMatch(/remote: the authorization failed: .*state/);
+    expect(s.events).toContainEqual({ type: 'auth_failed', serverName: 'remote', message: expect.stringContaining('state') });
+    expect((await status(s.h)).status).toBe('auth_required');
+    expect(s.as.tokenRequests.authorization_code ?? 0).toBe(0);
+  });
+});
+

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { browserCommand } from '../src/commands/authCommand.js';
-import { checkEndpoint, discover, parseBearerChallenge } from '../src/oauth/discovery.js';
+import { checkEndpoint, discover, parseBearerChallenge, resourceCovers } from '../src/oauth/discovery.js';
 
 const servers: Server[] = [];
 
@@ -110,6 +110,37 @@ describe('discovery', () => {
     const as = await serve((origin) => ({ '/.well-known/oauth-authorization-server': asMetadata(origin, { authorization_endpoint: 'http://evil.example/authorize' }) }));
     const rs = await serve((origin) => ({ '/prm': { resource: `${origin}/mcp`, authorization_servers: [as.origin] } }));
     expect(await failure(discover(`${rs.origin}/mcp`, { resourceMetadata: `${rs.origin}/prm` }, undefined))).toMatchObject({ code: 'MCPOOL_AUTH_FAILED', message: expect.stringContaining('neither https nor http on loopback') });
+  });
+
+  it('falls back to the metadata at the root, and sends its resource (the origin) exactly as published', async () => {
+    const as = await serve((origin) => ({ '/.well-known/oauth-authorization-server': asMetadata(origin) }));
+    const rs = await serve((origin) => ({ '/.well-known/oauth-protected-resource': { resource: origin, authorization_servers: [as.origin] } }));
+    const found = await discover(`${rs.origin}/mcp`, undefined, undefined);
+    // No slash added: the resource indicator must be the published identifier, byte for byte.
+    expect(found.resource).toBe(rs.origin);
+    expect(rs.asked).toEqual(['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
+  });
+
+  it('takes metadata for the server or a parent of it on its origin, and nothing else', () => {
+    const server = new URL('http://127.0.0.1:9000/api/mcp');
+    for (const resource of ['http://127.0.0.1:9000/api/mcp', 'http://127.0.0.1:9000/api', 'http://127.0.0.1:9000', 'http://127.0.0.1:9000/']) expect(resourceCovers(resource, server)).toBe(true);
+    for (const resource of ['http://127.0.0.1:9000/api/mc', 'http://127.0.0.1:9000/api/mcp/x', 'http://127.0.0.1:9000/other', 'https://evil.example.com/api/mcp', 'http://127.0.0.1:9001/api/mcp', 'http://127.0.0.1:9000/api/mcp#x', 'not a url']) {
+      expect(resourceCovers(resource, server), resource).toBe(false);
+    }
+  });
+
+  it("tries an issuer's metadata where the spec says, in its order (path inserted, then OpenID appended)", async () => {
+    const as = await serve((origin) => ({ '/tenant1/.well-known/openid-configuration': asMetadata(`${origin}/tenant1`) }));
+    const rs = await serve((origin) => ({ '/prm': { resource: `${origin}/mcp`, authorization_servers: [`${as.origin}/tenant1`] } }));
+    const found = await discover(`${rs.origin}/mcp`, { resourceMetadata: `${rs.origin}/prm` }, undefined);
+    expect(found.as.issuer).toBe(`${as.origin}/tenant1`);
+    expect(as.asked).toEqual(['/.well-known/oauth-authorization-server/tenant1', '/.well-known/openid-configuration/tenant1', '/tenant1/.well-known/openid-configuration']);
+  });
+
+  it('refuses an issuer that matches only after URL normalization (a trailing slash)', async () => {
+    const as = await serve((origin) => ({ '/.well-known/oauth-authorization-server': asMetadata(`${origin}/`), '/.well-known/openid-configuration': asMetadata(`${origin}/`) }));
+    const rs = await serve((origin) => ({ '/prm': { resource: `${origin}/mcp`, authorization_servers: [as.origin] } }));
+    expect(await failure(discover(`${rs.origin}/mcp`, { resourceMetadata: `${rs.origin}/prm` }, undefined))).toMatchObject({ code: 'MCPOOL_AUTH_FAILED', message: expect.stringContaining(`its issuer is "${as.origin}/", not "${as.origin}"`) });
   });
 
   it('does not follow a redirect of a metadata fetch', async () => {

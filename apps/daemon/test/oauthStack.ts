@@ -19,14 +19,27 @@ export interface OAuthStack {
   eventText: string[];
 }
 
-export async function oauthStack(open: (() => Promise<void>)[], options: { accessTokenTtlS?: number; listen?: boolean } = {}): Promise<OAuthStack> {
-  const as = await startOAuthServer(options.accessTokenTtlS === undefined ? {} : { accessTokenTtlS: options.accessTokenTtlS });
+export interface OAuthStackOptions {
+  accessTokenTtlS?: number;
+  listen?: boolean;
+  /** The scopes the authorization server may grant for the MCP server. @default 'mcp:tools' */
+  resourceScope?: string;
+  /** Tools whose calls need a scope beyond `mcp:tools` (tool → scope): the MCP server answers 403 without it. */
+  requireScopes?: Record<string, string>;
+}
+
+export async function oauthStack(open: (() => Promise<void>)[], options: OAuthStackOptions = {}): Promise<OAuthStack> {
+  const as = await startOAuthServer({
+    ...(options.accessTokenTtlS === undefined ? {} : { accessTokenTtlS: options.accessTokenTtlS }),
+    ...(options.resourceScope === undefined ? {} : { resourceScope: options.resourceScope }),
+  });
   open.push(() => as.close());
   let check: (authorization: string | undefined) => Promise<boolean> = () => Promise.resolve(false);
   const mcp = await startHttpModernServer({
     verify: (authorization) => check(authorization),
     resourceMetadata: { authorization_servers: [as.issuer], scopes_supported: ['mcp:tools'] },
     scope: 'mcp:tools',
+    ...(options.requireScopes === undefined ? {} : { requireScopes: options.requireScopes, scopesOf: (authorization) => as.scopesOf(authorization) }),
   });
   open.push(() => mcp.close());
   check = as.verifier(mcp.url);
