@@ -62,6 +62,8 @@ export class PoolEntry {
   authorization: string | undefined;
   /** A refusal of the token being handled (one at a time per entry). */
   authRefusal: Promise<void> | undefined;
+  /** The actor's start succeeded: a later failure is its reconnect's, not the start's (which the spawn reports). */
+  started = false;
 
   constructor(init: { key: EntryKey; serverName: string; entryIndex: number; config: ServerConfig; pooled: boolean; thread: ConnectionThread }) {
     this.key = init.key;

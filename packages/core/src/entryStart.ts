@@ -79,6 +79,7 @@ export class EntryStarter {
       })
       .then((result) => {
         entry.seenGeneration(result.snapshot.generation);
+        entry.started = true;
         // The server is up: the helpers it started by now join its group's record.
         void ledger?.refresh();
         if (entry.status === 'spawning') this.#o.setStatus(entry, 'active');

@@ -713,7 +713,7 @@ export class McpTransportPool {
       entry.lastError = lastError;
       // A reconnect met a refused token: the key waits for a token like a first connect would.
       // (A first connect's refusal is judged by its spawn, which asks the credentials first.)
-      if (lastError.code === ErrorCode.AUTH_REQUIRED && entry.status !== 'spawning') this.#auth.close(entry, (lastError.data as { challenge?: string } | undefined)?.challenge);
+      if (lastError.code === ErrorCode.AUTH_REQUIRED && entry.started) this.#auth.close(entry, (lastError.data as { challenge?: string } | undefined)?.challenge);
       this.#emit({ ...base, type: 'failed', lastError });
       this.#views.drop(entry);
       void this.#retire(entry, entry.thread.shutdown('failed', this.#options.shutdownStepMs * 2 + 1000));

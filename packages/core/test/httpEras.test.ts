@@ -6,7 +6,7 @@
  * the pool to `initialize`; a 401 is an auth failure, not era evidence.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ErrorCode, type Logger, type McpTransportPool, type PoolEvent } from '@mcpool/core';
+import { ErrorCode, PoolError, type Logger, type McpTransportPool, type PoolEvent } from '@mcpool/core';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 import { textOf } from '../../../test/helpers/processes.js';
@@ -194,5 +194,32 @@ describe('HTTP upstreams of both eras', () => {
     const view = await pool.acquire('guarded', config, 'after');
     expect(textOf(await view.callTool('echo', { text: 'authorized' }))).toContain('authorized');
     expect(server.exchanges.at(-1)?.headers.authorization).toBe('Bearer right-token');
+  }, LONG);
+
+  it('a connect refused for a scope (403 with a challenge) the credentials call final fails with their error, and gates nothing', async () => {
+    // The server wants a scope at its first request that no token will ever carry.
+    const server: HttpModernServer = await startHttpModernServer({ requireScopes: { 'server/discover': 'mcp:admin', initialize: 'mcp:admin' }, scopesOf: () => Promise.resolve([]) });
+    servers.push(server);
+    const events: PoolEvent[] = [];
+    const challenges: (string | undefined)[] = [];
+    const pool = newPool({
+      stateDir: false,
+      spawnBackoff: false,
+      onEvent: (event) => events.push(event),
+      credentials: {
+        authorization: () => Promise.resolve('Bearer scoped'),
+        refused: (_target, _refused, challenge) => {
+          challenges.push(challenge);
+          return Promise.reject(new PoolError(ErrorCode.AUTH_FAILED, 'no authorization would help'));
+        },
+      },
+    });
+    // Several starts: the actor's failure events may reach the pool before or after the start's own rejection.
+    for (let i = 0; i < 8; i++) {
+      await expect(pool.acquire('scoped', { type: 'http', url: server.url }, `s${i}`)).rejects.toMatchObject({ code: ErrorCode.AUTH_FAILED, message: 'no authorization would help' });
+    }
+    expect(challenges.every((challenge) => challenge?.includes('error="insufficient_scope"') && challenge.includes('scope="mcp:admin"'))).toBe(true);
+    expect(events.some((event) => event.type === 'authRequired')).toBe(false);
+    expect(pool.getSnapshot().servers.scoped?.status).not.toBe('auth_required');
   }, LONG);
 });
