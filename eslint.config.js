@@ -56,6 +56,9 @@ export default tseslint.config(
   },
   {
     files: ['packages/client/src/**'],
+    // The Node entry (`@mcpool/client/node`, the local socket) is the one place Node is allowed;
+    // the root's module graph never reaches it (packages/client/test/barrelClean.test.ts).
+    ignores: ['packages/client/src/node.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

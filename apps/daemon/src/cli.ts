@@ -127,9 +127,9 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
       const client = await connect(options, io);
       const outcome = await stopDaemon(client);
       if (outcome.stopped) {
-        io.stdout(`the daemon at ${client.baseUrl} stopped`);
+        io.stdout(`the daemon at ${client.where} stopped`);
       } else {
-        io.stderr(`error: the daemon at ${client.baseUrl} is still answering ${outcome.waitedMs} ms after it was asked to stop`);
+        io.stderr(`error: the daemon at ${client.where} is still answering ${outcome.waitedMs} ms after it was asked to stop`);
         exitCode = ExitCode.FAILURE;
       }
     });

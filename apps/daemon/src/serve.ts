@@ -10,6 +10,7 @@ import type { McpTransportPoolOptions } from '@mcpool/core';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { ensureOperatorToken } from './auth.js';
+import { listenLocalSocket } from './http/localSocket.js';
 import { loadConfig, type LoadedConfig, type LogLevel, type SettingsOverrides } from './config/daemonConfig.js';
 import { discoverConfig } from './config/discovery.js';
 import { DAEMON_LOG_FILE, defaultStateDir } from './config/paths.js';
@@ -81,6 +82,8 @@ export interface RunningDaemon {
   /** `http://host:port` the daemon answers on. */
   url: string;
   port: number;
+  /** The local socket the daemon also answers on (no token), when it has one. */
+  socketPath: string | undefined;
   /** Resolves when the configured servers have all been started once. */
   warmed: Promise<void>;
   /** Shuts down (calls first, servers last), closes the HTTP server; resolves with the exit code. */
@@ -198,6 +201,9 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
   const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   const url = `http://${urlHost}:${boundPort}`;
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) logger.warn({ host }, `bound to ${host}, not loopback: the control API can start processes, keep the token safe`);
+  // The same API on the state directory's socket, for this user's CLI, bridge and clients (no token).
+  const local = await listenLocalSocket(app, stateDir, config.settings, logger.child({ component: 'http' }));
+  if (local !== undefined) logger.info({ socket: local.path }, `also listening on ${local.path} (local socket: this user's commands need no token there)`);
   // What to do next. Never the token: where it is, and commands that read it there.
   const screen: FirstScreenInfo = { url, token: operator.path === undefined ? 'env' : { file: operator.path } };
   const firstScreenMode = options.firstScreen ?? (process.stdout.isTTY === true ? 'full' : 'line');
@@ -225,13 +231,18 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
       await daemon.drain();
       // 2. Stop listening (new requests get 503); what is still in flight is cancelled by the shutdown.
       const closed = app.close();
+      const localClosed = local?.close();
       const result = await daemon.shutdown(reason);
       // Every request has had its answer by now (calls cancelled, streams ended); sockets still
       // open would hold the close until the clients' keep-alive runs out, so they get a moment
       // to flush and are then closed.
-      app.server.closeIdleConnections();
-      const straggler = setTimeout(() => app.server.closeAllConnections(), 250);
+      const servers = local === undefined ? [app.server] : [app.server, local.server];
+      for (const server of servers) server.closeIdleConnections();
+      const straggler = setTimeout(() => {
+        for (const server of servers) server.closeAllConnections();
+      }, 250);
       await closed;
+      await localClosed;
       clearTimeout(straggler);
       await store.close();
       // The spans of the last calls leave before the process does.
@@ -243,7 +254,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     return stopping;
   };
   stopRequested = (reason) => void stop(reason).catch(() => undefined);
-  return { daemon, app, logger, url, port: boundPort, warmed, stop, stopped };
+  return { daemon, app, logger, url, port: boundPort, socketPath: local?.path, warmed, stop, stopped };
 }
 
 /**

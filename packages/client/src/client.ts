@@ -31,8 +31,12 @@ import type {
 export interface McpoolClientOptions {
   /** The daemon's base URL. @default 'http://127.0.0.1:7070' */
   baseUrl?: string;
-  /** The bearer token (the daemon's token file, `MCPOOL_TOKEN`, or a client token from its config). */
-  token: string;
+  /**
+   * The bearer token (the daemon's token file, `MCPOOL_TOKEN`, or a client token from its config).
+   * Left out only where the connection itself authenticates: the daemon's local socket
+   * (`connectLocal` of `@mcpool/client/node`); over TCP the daemon answers 401 without one.
+   */
+  token?: string | undefined;
   /** The fetch to use. @default globalThis.fetch */
   fetch?: typeof fetch;
   /** Timeout of each request (the event stream has none). @default 30000 */
@@ -71,6 +75,11 @@ export interface EventStream extends AsyncIterable<DaemonEvent> {
 
 const DEFAULT_BASE_URL = 'http://127.0.0.1:7070';
 
+/** The `Authorization` header of `token`, or none without one. */
+function bearer(token: string | undefined): Record<string, string> {
+  return token === undefined ? {} : { authorization: `Bearer ${token}` };
+}
+
 /**
  * A typed client for the daemon. Every method rejects with {@link McpoolHttpError} (the daemon's
  * `{statusCode, code, error, message}`) on a non-2xx answer, or {@link McpoolRequestError} when
@@ -88,12 +97,12 @@ const DEFAULT_BASE_URL = 'http://127.0.0.1:7070';
  */
 export class McpoolClient {
   readonly baseUrl: string;
-  readonly #token: string;
+  readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
 
   constructor(options: McpoolClientOptions) {
-    if (typeof options?.token !== 'string' || options.token.length === 0) throw new TypeError('options.token must be a non-empty string');
+    if (options?.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) throw new TypeError('options.token must be a non-empty string when given');
     const baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
     try {
       new URL(baseUrl);
@@ -258,7 +267,7 @@ export class McpoolClient {
   ): Promise<Response> {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const signal = options?.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: 'application/json' };
+    const headers: Record<string, string> = { ...bearer(this.#token), accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
     try {
@@ -306,11 +315,11 @@ class DaemonEventStream implements EventStream {
   #lastEventId: string | undefined;
   readonly #stop = new AbortController();
   readonly #url: string;
-  readonly #token: string;
+  readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #options: EventStreamOptions;
 
-  constructor(baseUrl: string, token: string, fetchImpl: typeof fetch, options: EventStreamOptions) {
+  constructor(baseUrl: string, token: string | undefined, fetchImpl: typeof fetch, options: EventStreamOptions) {
     this.#url = `${baseUrl}/workspace/mcp/events`;
     this.#token = token;
     this.#fetch = fetchImpl;
@@ -346,7 +355,7 @@ class DaemonEventStream implements EventStream {
       };
       let lastError: Error | undefined;
       try {
-        const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: 'text/event-stream', 'cache-control': 'no-cache' };
+        const headers: Record<string, string> = { ...bearer(this.#token), accept: 'text/event-stream', 'cache-control': 'no-cache' };
         if (this.#lastEventId !== undefined) headers['last-event-id'] = this.#lastEventId;
         touch();
         const response = await this.#fetch(this.#url, { method: 'GET', headers, signal: connection.signal });

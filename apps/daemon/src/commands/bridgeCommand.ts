@@ -1,6 +1,7 @@
 /**
  * The `mcpool bridge` command: resolves the daemon's `/mcp` URL and token the way the other
- * client commands do, logs to stderr only (stdout carries MCP), optionally starts the daemon, runs the
+ * client commands do (the local socket, without a token, when no address was given and a daemon
+ * answers there), logs to stderr only (stdout carries MCP), optionally starts the daemon, runs the
  * {@link Bridge} on this process's stdin/stdout, and ends on stdin EOF or SIGTERM/SIGINT/SIGHUP.
  */
 import { readFile } from 'node:fs/promises';
@@ -17,6 +18,7 @@ import { SecretRedactor } from '../secrets.js';
 import { VERSION } from '../version.js';
 import { Bridge, type TokenSource } from '@mcpool/gateway';
 import { DaemonStarter } from '../local/daemonStarter.js';
+import { LOCAL_SOCKET_BASE_URL, localSocketPath, socketAnswers, socketFetch } from '@mcpool/client/node';
 
 export interface BridgeCommandOptions {
   /** `--url`: the MCP endpoint. @default `$MCPOOL_URL/mcp`, else `http://<host>:<port>/mcp` of the config */
@@ -76,9 +78,15 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
   const url = httpUrlOption(urlText);
 
   const stateDir = defaultStateDir({ env });
+  // No address or token asked for: this user's daemon on its local socket, where no token is needed.
+  const addressed = options.url !== undefined || explicitBase !== undefined || options.config !== undefined || options.tokenFile !== undefined;
+  const socketPath = addressed ? undefined : localSocketPath(stateDir);
+  const socket = socketPath !== undefined && (await socketAnswers(socketPath)) ? socketPath : undefined;
   const redactor = new SecretRedactor();
   let token: TokenSource;
-  if (options.tokenFile !== undefined) {
+  if (socket !== undefined) {
+    token = { get: async () => undefined, refresh: async () => undefined };
+  } else if (options.tokenFile !== undefined) {
     const path = resolve(io.cwd, options.tokenFile);
     token = fileToken(path);
     if ((await token.get()) === undefined && !options.autostart) throw new UsageError(`--token-file: cannot read a token from ${path}`);
@@ -103,7 +111,8 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
   const level = options.logLevel ?? (envLevel && LOG_LEVELS.includes(envLevel) ? envLevel : 'info');
   // stderr only, synchronously (nothing lost at exit). Never stdout: it carries MCP.
   const logger = createLogger({ level, redactor, pretty: false, destination: pino.destination({ dest: 2, sync: true }) }).child({ component: 'bridge' });
-  if (first === undefined && !options.autostart) logger.warn(`no token yet (set MCPOOL_TOKEN, pass --token-file, or start \`mcpool serve\` once: it writes ${resolve(stateDir, TOKEN_FILE)}); requests go without one`);
+  if (socket !== undefined) logger.info({ socket }, `bridging over the local socket ${socket} (no token needed)`);
+  else if (first === undefined && !options.autostart) logger.warn(`no token yet (set MCPOOL_TOKEN, pass --token-file, or start \`mcpool serve\` once: it writes ${resolve(stateDir, TOKEN_FILE)}); requests go without one`);
 
   let starter: DaemonStarter | undefined;
   if (options.autostart) {
@@ -123,7 +132,9 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
   }
 
   const bridge = new Bridge({
-    url: url.href,
+    // Over the socket the URL's host is only the Host header; the path picks the endpoint as on TCP.
+    url: socket === undefined ? url.href : new URL(`${url.pathname}${url.search}`, LOCAL_SOCKET_BASE_URL).href,
+    ...(socket === undefined ? {} : { fetch: socketFetch(socket) }),
     token: tracked,
     input: stdio.stdin ?? process.stdin,
     output: stdio.stdout ?? process.stdout,

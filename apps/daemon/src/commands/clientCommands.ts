@@ -1,8 +1,9 @@
 /**
  * `mcpool status | restart | reload | stop | sessions`: thin commands over `@mcpool/client`. The
- * daemon's URL comes from `--url`, `--port` (on 127.0.0.1), `MCPOOL_URL`, or the host and port
- * of the config `serve` would use; the token from `MCPOOL_TOKEN` or the state directory's token
- * file.
+ * daemon is reached over its local socket in the state directory when it answers there and no
+ * address was given (no token needed). Otherwise its URL comes from `--url`, `--port` (on
+ * 127.0.0.1), `MCPOOL_URL`, or the host and port of the config `serve` would use; the token from
+ * `MCPOOL_TOKEN` or the state directory's token file.
  */
 import { InvalidArgumentError } from 'commander';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -10,6 +11,7 @@ import { McpoolClient, McpoolHttpError, McpoolRequestError, isRestartEntries, ty
 import { readOperatorToken } from '../auth.js';
 import { localDaemonUrl } from '../local/address.js';
 import { defaultStateDir } from '../config/paths.js';
+import { LOCAL_SOCKET_BASE_URL, localSocketPath, socketAnswers, socketFetch } from '@mcpool/client/node';
 
 export interface CommandIo {
   stdout: (text: string) => void;
@@ -36,16 +38,30 @@ export async function daemonUrl(options: ConnectOptions, io: CommandIo): Promise
   return localDaemonUrl(options, io);
 }
 
-/** A client of the daemon, with the token it uses (for the routes the client has no method for). */
-export type ConnectedClient = McpoolClient & { readonly token: string };
+/**
+ * A client of the daemon, with how it reaches it (for the routes the client has no method for):
+ * the fetch and token it uses (none over the local socket), and `where` in words.
+ */
+export type ConnectedClient = McpoolClient & { readonly token: string | undefined; readonly fetch: typeof fetch; readonly where: string };
 
+/**
+ * This user's daemon: over its local socket when no address was asked for (`--url`, `--port`,
+ * `--config`, `MCPOOL_URL`) and a daemon answers there — no token then, the socket's permissions
+ * are the authentication; else over TCP with the token, as the module header says.
+ */
 export async function connect(options: ConnectOptions, io: CommandIo): Promise<ConnectedClient> {
-  const baseUrl = await daemonUrl(options, io);
   const stateDir = defaultStateDir({ env: io.env });
+  const addressed = options.url !== undefined || options.port !== undefined || options.config !== undefined || Boolean(io.env.MCPOOL_URL);
+  const socket = addressed ? undefined : localSocketPath(stateDir);
+  if (socket !== undefined && (await socketAnswers(socket))) {
+    const viaSocket = socketFetch(socket);
+    return Object.assign(new McpoolClient({ baseUrl: LOCAL_SOCKET_BASE_URL, fetch: viaSocket }), { token: undefined, fetch: viaSocket, where: socket });
+  }
+  const baseUrl = await daemonUrl(options, io);
   const token = await readOperatorToken(stateDir, io.env);
   if (token === undefined) throw new UsageError(`no token: set MCPOOL_TOKEN, or start \`mcpool serve\` once (it writes ${stateDir}/token)`);
   try {
-    return Object.assign(new McpoolClient({ baseUrl, token }), { token });
+    return Object.assign(new McpoolClient({ baseUrl, token }), { token, fetch: globalThis.fetch, where: baseUrl });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -119,9 +135,10 @@ export async function stopDaemon(client: ConnectedClient): Promise<{ stopped: bo
   const url = `${client.baseUrl}/workspace/shutdown`;
   let answer: Response;
   try {
-    answer = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${client.token}`, accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
+    const authorization: Record<string, string> = client.token === undefined ? {} : { authorization: `Bearer ${client.token}` };
+    answer = await client.fetch(url, { method: 'POST', headers: { ...authorization, accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
   } catch (error) {
-    throw new McpoolRequestError('MCPOOL_UNREACHABLE', `cannot reach the mcpool daemon at ${client.baseUrl}: ${(error as Error).message}`, { cause: error });
+    throw new McpoolRequestError('MCPOOL_UNREACHABLE', `cannot reach the mcpool daemon at ${client.where}: ${(error as Error).message}`, { cause: error });
   }
   const body = (await answer.json().catch(() => undefined)) as { stopping?: boolean; timeoutMs?: number; statusCode?: number; code?: string; error?: string; message?: string } | undefined;
   if (answer.status !== 202) {

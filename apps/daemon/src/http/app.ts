@@ -6,7 +6,8 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { CapabilitiesResponse, HealthResponse } from '@mcpool/client';
+import type { CapabilitiesResponse, HealthResponse, Right } from '@mcpool/client';
+import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
 import type { ErrorCode } from '@mcpool/protocol';
@@ -41,6 +42,7 @@ import { FORWARDED_BY, SERVED_BY } from '../cluster/cluster.js';
 import { Forwarder } from '../cluster/forward.js';
 import { RpcCode, rpcErrorBody } from '@mcpool/gateway';
 import { METADATA_PATH, ProtectedResource } from '../users/protectedResource.js';
+import { cameOverLocalSocket } from './localSocket.js';
 
 /** Feature tags of `GET /capabilities`. Clients ignore tags they do not know. */
 export const CAPABILITIES: readonly string[] = Object.freeze([
@@ -325,7 +327,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   // Signed-in users: JWTs from the configured issuer, and the metadata that tells clients where it is.
   const users = settings.users === undefined ? undefined : { verifier: new JwtUsers(settings.users), resource: new ProtectedResource(settings.users, () => Object.keys(daemon.config.servers)) };
-  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession, ...(users === undefined ? {} : { users }) }));
+  // The local socket authenticates by its file's permissions: its requests are the operator's.
+  const operator: Principal = { id: OPERATOR_ID, rights: new Set<Right>(['read', 'write']) };
+  const connectionPrincipal = (request: FastifyRequest) => (cameOverLocalSocket(request.raw) ? operator : undefined);
+  app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession, connectionPrincipal, ...(users === undefined ? {} : { users }) }));
   // A replica of a cluster: every answer names it, and a session another replica owns goes there.
   const cluster = daemon.cluster;
   if (cluster !== undefined) {

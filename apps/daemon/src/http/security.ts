@@ -7,8 +7,9 @@
  *    answered here (a preflight carries no token);
  * 3. a bearer token the daemon knows (it can run commands, so every surface is authenticated)
  *    → 401, except on a public route (`/healthz`: a liveness probe by a service manager has
- *    no token, and the answer holds no data); with signed-in users configured, a JWT from their
- *    issuer is a token the daemon knows too, and a 401 points at the Protected Resource
+ *    no token, and the answer holds no data) and over the local socket (only the daemon's user
+ *    can open it: the operator, without a token); with signed-in users configured, a JWT from
+ *    their issuer is a token the daemon knows too, and a 401 points at the Protected Resource
  *    Metadata (RFC 9728) so a client can sign its user in;
  * 4. the route's right (`read` for GETs, `write` for the rest) → 403 (for a user, with the scope
  *    that would grant it, when one does: RFC 6750 `insufficient_scope`).
@@ -106,6 +107,11 @@ export interface SecurityHookOptions {
   cookieSession?: (request: FastifyRequest) => Principal | undefined;
   /** Signed-in users (JWT access tokens from the configured issuer). @default static tokens only */
   users?: { verifier: JwtUsers; resource: ProtectedResource };
+  /**
+   * The principal of a request whose connection authenticated it (the local socket, which only
+   * the daemon's user can open): it needs no token. Undefined for any other request.
+   */
+  connectionPrincipal?: (request: FastifyRequest) => Principal | undefined;
 }
 
 /** The `onRequest` hook doing the four checks. `policy` is read per request (reload updates it). */
@@ -143,6 +149,13 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
 
     // Whatever token came (none, or a stale one), a liveness probe is answered.
     if (!request.is404 && request.routeOptions.config?.public === true) return;
+
+    // The connection is the credential (the local socket): whatever header came, it is that principal.
+    const connected = options.connectionPrincipal?.(request);
+    if (connected !== undefined) {
+      request.principal = connected;
+      return;
+    }
 
     const authorization = request.headers.authorization;
     if (authorization === undefined && !request.is404 && request.routeOptions.config?.anonymous === true) {
