@@ -6,7 +6,8 @@
  * (`<state dir>/mcpool.sock`, mode 0600 in a 0700 directory). Only the user who runs the daemon
  * can open it, so a request that comes over it needs no token: the file's permissions are the
  * authentication. `connectLocal()` gives a client over it when a daemon answers there, and
- * undefined otherwise (use TCP and a token then). Windows has no such socket (see the README).
+ * undefined otherwise (use TCP and a token then). Windows has no such socket: a named pipe's name
+ * could be taken first by another local user, and Node cannot check who serves one.
  *
  * Node only (it imports `node:` modules and `undici`); the package root stays free of both.
  */

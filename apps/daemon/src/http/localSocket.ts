@@ -10,8 +10,11 @@
  *   and says why.
  * - The state directory is made 0700 if it was open to others (it also holds the token file and
  *   the OAuth grants), and must belong to the daemon's user.
- * - Windows has none: Node cannot set a named pipe's ACL, and the default one lets other local
- *   users open it, so a pipe's permissions could not stand for a token there.
+ * - Windows has none. A named pipe lives in one machine-wide namespace where any local user may
+ *   create a pipe of that name first (pipe squatting), and Node can neither create it exclusively
+ *   nor let a client check who serves it before sending: a client could hand its requests to
+ *   another user's process. The socket's safety comes from the 0700 directory around it, which
+ *   pipes have no equivalent of. There the daemon is reached over TCP with its token.
  * - `close()` stops accepting at once; the file is removed once its connections are gone (only
  *   while it is still this daemon's, the same inode).
  */
@@ -56,7 +59,7 @@ export interface LocalSocketSettings {
 export async function listenLocalSocket(app: FastifyInstance, stateDir: string, settings: LocalSocketSettings, logger: Logger): Promise<LocalSocket | undefined> {
   const path = localSocketPath(stateDir);
   if (path === undefined) {
-    logger.debug('no local socket on Windows (a named pipe cannot be restricted to its user): TCP and the token only');
+    logger.debug('no local socket on Windows (a named pipe cannot be kept from other users): TCP and the token only');
     return undefined;
   }
   if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES) {
