@@ -17,7 +17,8 @@ import { registerTokenCommand } from './commands/tokenCommand.js';
 import { registerUiCommand } from './commands/uiCommand.js';
 import { connect, durationMs, port, formatReload, formatRestart, formatSessions, formatStatus, restartFailed, stopDaemon, UsageError, type CommandIo } from './commands/clientCommands.js';
 import type { LogLevel } from './config/daemonConfig.js';
-import { ExitCode, runServe, type StartOptions } from './serve.js';
+import { ExitCode } from './exitCodes.js';
+import type { StartOptions } from './serve.js';
 import { VERSION } from './version.js';
 
 const EXIT_CODES_HELP = `
@@ -67,6 +68,8 @@ export async function main(argv: readonly string[], ioOverrides: MainIo = {}): P
     .option('-H, --host <host>', 'address to listen on (default 127.0.0.1, or $MCPOOL_HOST)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .action(async (options: { config?: string; port?: number; host?: string; logLevel?: LogLevel }) => {
+      // Loaded here: the daemon's module graph is most of the package, and no other command needs it.
+      const { runServe } = await import('./serve.js');
       exitCode = await runServe({
         ...ioOverrides.serve,
         env: io.env,

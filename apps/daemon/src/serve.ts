@@ -27,17 +27,9 @@ import { startTelemetry } from './telemetry/telemetry.js';
 import { VERSION } from './version.js';
 import { openStore } from './store/openStore.js';
 import type { SharedStore } from './store/sharedStore.js';
+import { ExitCode } from './exitCodes.js';
 
-/** Exit codes of the `mcpool` command. */
-export const ExitCode = {
-  OK: 0,
-  /** A request failed, a forced shutdown, or an unexpected error. */
-  FAILURE: 1,
-  /** Bad usage, a bad config, no token. */
-  CONFIG: 2,
-  /** Cannot listen (port in use, address not available) or cannot reach the daemon. */
-  UNAVAILABLE: 3,
-} as const;
+export { ExitCode } from './exitCodes.js';
 
 /** The daemon could not start; `exitCode` says why, `message` has already been logged. */
 export class StartError extends Error {

@@ -16,7 +16,7 @@ import { BIN_PATH, defaultStateDir } from '../config/paths.js';
 import { createLogger } from '../logger.js';
 import { SecretRedactor } from '../secrets.js';
 import { VERSION } from '../version.js';
-import { Bridge, type TokenSource } from '@mcpool/gateway';
+import type { TokenSource } from '@mcpool/gateway';
 import { DaemonStarter } from '../local/daemonStarter.js';
 import { LOCAL_SOCKET_BASE_URL, localSocketPath, socketAnswers, socketFetch } from '@mcpool/client/node';
 
@@ -131,6 +131,8 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
     }
   }
 
+  // Loaded here: the gateway is most of what a CLI start would load, and only the bridge runs it.
+  const { Bridge } = await import('@mcpool/gateway');
   const bridge = new Bridge({
     // Over the socket the URL's host is only the Host header; the path picks the endpoint as on TCP.
     url: socket === undefined ? url.href : new URL(`${url.pathname}${url.search}`, LOCAL_SOCKET_BASE_URL).href,
