@@ -41,8 +41,9 @@ const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json
 const url = process.argv.at(-1);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '(no scenario)';
 
+const started = performance.now();
 function log(line) {
-  process.stderr.write(`[conformance client ${scenario}] ${line}\n`);
+  process.stderr.write(`[conformance client ${scenario} +${Math.round(performance.now() - started)} ms] ${line}\n`);
 }
 
 /** An argument value for a JSON Schema: its default or first enum value, else a plain value of its type. */
