@@ -137,8 +137,8 @@ export class Daemon {
             redactor: this.#redactor,
             onAuthorized: (name) => this.pool.authorized(name),
             onRefreshed: (name) => void this.pool.refreshAuthorization(name),
-            onFailed: (name, message) => this.#publish({ type: 'auth_failed', serverName: name, message }),
-            clientMetadataUrl: s.oauthClientMetadataUrl,
+            onFailed: (name, message) => this.events.publish({ type: 'auth_failed', serverName: name, message }),
+            clientMetadataUrl: this.#config.settings.oauthClientMetadataUrl,
           });
     // Every figure is read when scraped, from the parts made below.
     this.metrics = new DaemonMetrics({
