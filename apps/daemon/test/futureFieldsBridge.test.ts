@@ -6,7 +6,8 @@
  * connection: its tool with `outputVariants` and unknown members, a result with SEP-3279 `outputs`
  * and unknown fields, and the caller's `requestedOutputs` reaching the server as sent.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +30,7 @@ afterAll(async () => {
 });
 
 /** A JSON-RPC peer on a child's stdio: `request` resolves with the answer of that id; every message is kept in `seen`. */
-function peer(child: ChildProcessWithoutNullStreams): { seen: Message[]; request: (id: number, method: string, params: Record<string, unknown>) => Promise<Message>; notify: (method: string) => void } {
+function peer(child: { stdin: Writable; stdout: Readable }): { seen: Message[]; request: (id: number, method: string, params: Record<string, unknown>) => Promise<Message>; notify: (method: string) => void } {
   const seen: Message[] = [];
   const waiting = new Map<number, (message: Message) => void>();
   createInterface({ input: child.stdout }).on('line', (line) => {

@@ -72,6 +72,20 @@ async function authorize(s: Stack): Promise<void> {
   await until('the server to be active', async () => (await status(s.h)).status === 'active');
 }
 
+/** `mcpool auth remote` through the CLI: the authorization URL it printed, and its exit code when it ends. */
+async function authCommand(s: Stack): Promise<{ url: URL; out: string[]; err: string[]; done: Promise<number> }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const done = main(['node', 'mcpool', 'auth', 'remote', '--no-open', '--timeout', '120', '--url', s.base], {
+    stdout: (text) => out.push(text),
+    stderr: (text) => err.push(text),
+    env: { MCPOOL_TOKEN: s.h.token, MCPOOL_STATE_DIR: join(s.h.dir, 'state') },
+    cwd: s.h.dir,
+  });
+  await until('the authorization URL', () => out.some((line) => line.includes('http://')));
+  return { url: new URL(/(http:\/\/\S+\/auth\?\S+)/.exec(out.join('\n'))![1]!), out, err, done };
+}
+
 async function createSession(h: Harness): Promise<string> {
   const created = await h.request({ method: 'POST', url: '/sessions', payload: { servers: ['remote'] } });
   expect(created.statusCode).toBe(201);
@@ -131,24 +145,14 @@ describe('authorization', () => {
     expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('remote__echo');
     const waiting = await createSession(s.h);
 
-    const out: string[] = [];
-    const err: string[] = [];
-    const cli = main(['node', 'mcpool', 'auth', 'remote', '--no-open', '--timeout', '120', '--url', s.base], {
-      stdout: (text) => out.push(text),
-      stderr: (text) => err.push(text),
-      env: { MCPOOL_TOKEN: s.h.token, MCPOOL_STATE_DIR: join(s.h.dir, 'state') },
-      cwd: s.h.dir,
-    });
-    await until('the authorization URL', () => out.some((line) => line.includes('http://')));
-    const url = /(http:\/\/\S+\/auth\?\S+)/.exec(out.join('\n'))?.[1];
-    expect(url).toBeDefined();
-    const parsed = new URL(url!);
+    const { url: parsed, out, done: cli } = await authCommand(s);
+    const url = parsed.href;
     expect(parsed.searchParams.get('code_challenge_method')).toBe('S256');
     expect(parsed.searchParams.get('resource')).toBe(s.mcp.url);
     // The challenge's scope, and `offline_access` because the authorization server lists it (a refresh token for a daemon).
     expect(parsed.searchParams.get('scope')).toBe('mcp:tools offline_access');
     expect(parsed.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
-    expect(await s.as.approve(url!)).toMatchObject({ status: 200, body: expect.stringContaining('authorized') });
+    expect(await s.as.approve(url)).toMatchObject({ status: 200, body: expect.stringContaining('authorized') });
     expect(await cli).toBe(0);
     expect(out.join('\n')).toContain('remote: authorized');
     expect(s.events).toContainEqual({ type: 'auth_completed', serverName: 'remote' });
@@ -245,20 +249,6 @@ describe('authorization', () => {
 });
 
 describe('step-up authorization (a 403 for a scope the token lacks)', () => {
-  /** `mcpool auth remote` through the CLI: the authorization URL it printed, and its exit code when it ends. */
-  async function authCommand(s: Stack): Promise<{ url: URL; out: string[]; err: string[]; done: Promise<number> }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const done = main(['node', 'mcpool', 'auth', 'remote', '--no-open', '--timeout', '120', '--url', s.base], {
-      stdout: (text) => out.push(text),
-      stderr: (text) => err.push(text),
-      env: { MCPOOL_TOKEN: s.h.token, MCPOOL_STATE_DIR: join(s.h.dir, 'state') },
-      cwd: s.h.dir,
-    });
-    await until('the authorization URL', () => out.some((line) => line.includes('http://')));
-    return { url: new URL(/(http:\/\/\S+\/auth\?\S+)/.exec(out.join('\n'))![1]!), out, err, done };
-  }
-
   it('fails that call with the command to run while the token serves on; the next authorization asks for the union; a scope never granted is not asked again', async () => {
     const s = await stack({ listen: true, resourceScope: 'mcp:tools mcp:write', requireScopes: { progress: 'mcp:write', slow: 'mcp:admin' } });
     await authorize(s);
