@@ -19,10 +19,10 @@
 // The `auth/*` scenarios test the daemon's OAuth client (apps/daemon/src/oauth). The driver is its
 // user: it configures what an operator would (the pre-registered client id and secret a scenario
 // hands out, as the server's `oauth` block; mcpool's client ID metadata document URL as
-// `daemon.oauthClientMetadataUrl`), runs `mcpool auth upstream` when `mcpool status` or an error
-// says to, and approves in the "browser" (user.mjs: the suite's authorization server approves at
-// once, so following its redirect reaches the daemon's loopback callback). Everything OAuth —
-// discovery, registration, PKCE, the token, step-up, refusals — is the daemon's.
+// `daemon.oauthClientMetadataUrl`), runs `mcpool auth upstream` when `mcpool status` or a call's
+// MCPOOL_AUTH_REQUIRED says to, and approves in the "browser" (user.mjs: the suite's authorization
+// server approves at once, so following its redirect reaches the daemon's loopback callback).
+// Everything OAuth — discovery, registration, PKCE, the token, step-up, refusals — is the daemon's.
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -78,16 +78,17 @@ let exitCode = 0;
 let authorizations = 0;
 
 /**
- * Runs `operation` the way a user would: when it fails saying to run `mcpool auth <server>`, run
- * that (approving in the "browser", user.mjs) and try again. A patient user, but not an endless
- * one: at most MAX_AUTHORIZATIONS in all. How often the daemon asks is what the scenarios judge.
+ * Runs `operation` the way a user would: when it fails for authorization (a message saying to run
+ * `mcpool auth <server>`, or on `/mcp` an `MCPOOL_AUTH_REQUIRED` error naming the server), run
+ * `mcpool auth <server>` (approving in the "browser", user.mjs) and try again. A patient user,
+ * but not an endless one: at most MAX_AUTHORIZATIONS in all. How often the daemon asks is what the scenarios judge.
  */
 async function asUser(operation) {
   for (;;) {
     try {
       return await operation();
     } catch (error) {
-      const asked = /run `mcpool auth ([^`\s]+)`/.exec(error.message);
+      const asked = /run `mcpool auth ([^`\s]+)`/.exec(error.message) ?? (error.data?.code === 'MCPOOL_AUTH_REQUIRED' ? /: (\S+) (?:needs more|requires) authorization/.exec(error.message) : null);
       if (asked === null || authorizations >= MAX_AUTHORIZATIONS) throw error;
       log(`user: told "${error.message.slice(0, 160)}"`);
       // The daemon refused to complete it (it said why): a user stops here.
