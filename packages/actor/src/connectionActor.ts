@@ -196,6 +196,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
                 // A verdict this actor settled itself beats the one it was started with.
                 eraHint: settledEra ?? entryArgs.era,
                 defaults: entryArgs.client,
+                roots: entryArgs.roots,
                 // A third of the spawn budget, at most 10 s: a server slow to start under load must
                 // still answer the probe in time, a silent legacy server costs this once per config.
                 probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),

@@ -21,7 +21,7 @@
  * the probe for legacy; when it turns out wrong the probe runs after all and the new verdict is
  * reported (`eraProbed`).
  */
-import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerConfig, ToolInfo, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
+import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, Root, ServerConfig, ToolInfo, UpstreamNotification, ViewClientInfo } from '@mcpool/protocol';
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { serverRequestRefused } from '@mcpool/protocol/refusals';
@@ -80,6 +80,8 @@ export interface OpenConnectionOptions {
   maxMessageBytes?: number | undefined;
   /** Who starts a stdio server's process. @default spawned from this thread */
   spawner?: ChildSpawner | undefined;
+  /** A `per-workspace` entry's roots, which the connection answers `roots/list` with itself. */
+  roots?: readonly Root[] | undefined;
 }
 
 /** The modern protocol revision this client speaks. */
@@ -199,7 +201,7 @@ export class ServerConnection {
         // here, so an actor of a stdio server never loads the websocket library.
         const { WebSocketTransport } = await import('./transports/websocketTransport.js');
         const ws = new WebSocketTransport({ url: config.url!, headers: config.headers });
-        client = new UpstreamClient(ws, { cancelBy: 'notification', logger: options.logger });
+        client = new UpstreamClient(ws, { cancelBy: 'notification', logger: options.logger, roots: options.roots });
         await client.start();
         opened = await settleEra(client, options, ws);
       } else {
@@ -506,7 +508,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       maxMessageBytes: options.maxMessageBytes,
       spawner: options.spawner,
     });
-    const client = new UpstreamClient(stdio, { cancelBy: 'notification', logger });
+    const client = new UpstreamClient(stdio, { cancelBy: 'notification', logger, roots: options.roots });
     track(client);
     await client.start();
     options.signal.throwIfAborted();
@@ -653,7 +655,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     const { StreamableHttpTransport } = await import('./transports/streamableHttpTransport.js');
     ({ scanParamHeaders } = await import('./transports/httpMcpHeaders.js'));
     const transport = new StreamableHttpTransport({ url, headers: config.headers, readGate: options.readGate });
-    const client = new UpstreamClient(transport, { cancelBy: 'notification', logger });
+    const client = new UpstreamClient(transport, { cancelBy: 'notification', logger, roots: options.roots });
     track(client);
     try {
       await client.start();
@@ -669,7 +671,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     }
   }
   const { LegacySseTransport } = await import('./transports/legacySseTransport.js');
-  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification', logger });
+  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification', logger, roots: options.roots });
   track(client);
   try {
     await client.start();

@@ -9,6 +9,7 @@
  * Deadlines: each request has one timer, armed here with the value the caller chose. Progress
  * for the request re-arms it, but never past `maxTotalTimeoutMs` from the start.
  */
+import type { Root } from '@mcpool/protocol';
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import { UpstreamStreamError, type JsonRpcMessage, type OversizedMessage, type UpstreamTransport } from './transports/upstreamTransport.js';
@@ -156,6 +157,12 @@ export interface UpstreamClientOptions {
   cancelBy: 'notification' | 'signal';
   /** Where a close listener that throws is reported. @default silent */
   logger?: { error(obj: object, msg?: string): void } | undefined;
+  /**
+   * The connection's own roots: the server's `roots/list` is answered with them here, at any time
+   * (during the handshake too, when a server asks as soon as it is initialized), never sent to a
+   * session. @default none: `roots/list` goes to the hooks like any server request
+   */
+  roots?: readonly Root[] | undefined;
 }
 
 export class UpstreamClient {
@@ -333,8 +340,11 @@ export class UpstreamClient {
 
   async #answer(id: string | number, method: string, params: Record<string, unknown>): Promise<void> {
     let reply: JsonRpcMessage;
+    const roots = this.#options.roots;
     if (method === 'ping') {
       reply = { jsonrpc: '2.0', id, result: {} };
+    } else if (method === 'roots/list' && roots !== undefined) {
+      reply = { jsonrpc: '2.0', id, result: { roots: roots.map((root) => ({ ...root })) } };
     } else if (this.#hooks === undefined) {
       reply = { jsonrpc: '2.0', id, error: { code: -32601, message: `mcpool does not handle ${method} yet` } };
     } else {

@@ -3,7 +3,7 @@
  * connection) under one pool key, and the views sessions hold on it. The supervisor's record of
  * it; the connection's own state lives in its actor.
  */
-import type { ConnectionId, EntryStatus, ServerConfig, SharingPolicy, WireError } from '@mcpool/protocol';
+import type { ConnectionId, EntryStatus, Root, ServerConfig, SharingPolicy, WireError } from '@mcpool/protocol';
 import type { ConnectionThread } from './connectionThread.js';
 import type { PooledConnection } from './pooledConnection.js';
 import type { RestartResult } from './poolTypes.js';
@@ -28,6 +28,8 @@ export interface EntryKey {
    * or a `per-session` one. Its restart record ends with that session's use of it.
    */
   readonly ownerSession: string | undefined;
+  /** A `per-workspace` entry's roots (what the pool answers its server's `roots/list` with); undefined otherwise. */
+  readonly roots?: readonly Root[] | undefined;
 }
 
 export class PoolEntry {

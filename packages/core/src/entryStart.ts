@@ -62,6 +62,7 @@ export class EntryStarter {
       reconnect: config.transport === 'stdio' ? options.reconnect.stdio : options.reconnect.remote,
       era: eras.get(fingerprint(config))?.era,
     };
+    if (entry.key.roots !== undefined) args.roots = entry.key.roots;
     const started = Date.now();
     const spawnKey = connectionIdOf(name, fingerprint(config));
     // A replacement starts only once its predecessor's process tree is gone (bounded).

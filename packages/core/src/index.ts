@@ -58,6 +58,7 @@ export type {
   ResourceInfo,
   ResourceTemplateInfo,
   ServerConfig,
+  Root,
   ServerConfigInput,
   ServerSnapshot,
   SessionTool,

@@ -31,6 +31,7 @@ import {
   type EntryStatus,
   type Logger,
   type PoolEvent,
+  type Root,
   type ServerConfig,
   type ServerConfigInput,
   type SharingPolicy,
@@ -217,19 +218,22 @@ export class McpTransportPool {
     if (typeof name !== 'string' || name.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'name must be a non-empty string');
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'sessionId must be a non-empty string');
     if (typeof options !== 'object' || options === null) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options must be an object');
-    const { principal, client } = options;
+    const { principal, client, roots } = options;
     if (principal !== undefined && (typeof principal !== 'string' || principal.length === 0)) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.principal must be a non-empty string');
     }
     if (client !== undefined && (typeof client !== 'object' || client === null || Array.isArray(client) || !isCloneable(client))) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.client must be a plain object of JSON-like values (it is sent to the actor thread)');
     }
+    if (roots !== undefined && !isRootList(roots)) {
+      throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.roots must be an array of { uri: string, name?: string }');
+    }
     this.start();
     const config = normalizeServerConfig(cfg, { path: name }).config;
     const fields = sessionFieldsOf(config);
     const pooled = isPoolable(config, this.#options.pooledTransports);
     const fp = fingerprint(config);
-    const key = this.#keys.keyOf({ name, fingerprint: fp, pooled, sharing: pooled ? this.#sharingOf(name, config, fp) : 'per-session', sessionId, principal });
+    const key = this.#keys.keyOf({ name, fingerprint: fp, pooled, sharing: pooled ? this.#sharingOf(name, config, fp) : 'per-session', sessionId, principal, roots });
     const spawnKey = connectionIdOf(name, fp);
 
     const tripped = this.#supervisor.intensity.tripped(key.id);
@@ -794,4 +798,9 @@ function isCloneable(value: unknown): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether `value` is a list of roots as `roots/list` answers them: a string `uri` each, a string `name` where given. */
+function isRootList(value: unknown): value is readonly Root[] {
+  return Array.isArray(value) && value.every((root: unknown) => typeof root === 'object' && root !== null && typeof (root as Root).uri === 'string' && ((root as Root).name === undefined || typeof (root as Root).name === 'string'));
 }

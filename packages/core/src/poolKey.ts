@@ -3,11 +3,13 @@
  * sharing policy and whose the session is. Pure but for the salt and the unpooled sequence:
  * - an unpooled config (a transport not pooled) gets a key of its own per acquire;
  * - `shared`: `name::fingerprint`, one entry for every session;
+ * - `per-workspace`: that id plus a salted digest of the session's root URIs (sorted, without
+ *   duplicates: the same folders in another order are the same workspace), one entry per set;
  * - `per-principal` / `per-session`: that id plus a salted digest of the principal or session, so
  *   neither keys nor the labels shown in snapshots can be matched to a guessed owner.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { ErrorCode, PoolError, connectionIdOf, type ConnectionId, type SharingPolicy } from '@mcpool/protocol';
+import { ErrorCode, PoolError, connectionIdOf, type ConnectionId, type Root, type SharingPolicy } from '@mcpool/protocol';
 import type { EntryKey } from './entry.js';
 
 /** Hex chars of an owner digest shown as an entry's `ownerLabel` (48 bits: labels of one pool do not collide in practice). */
@@ -21,6 +23,8 @@ export interface KeyRequest {
   sharing: SharingPolicy;
   sessionId: string;
   principal: string | undefined;
+  /** The session's roots: part of a `per-workspace` key, ignored otherwise. */
+  roots?: readonly Root[] | undefined;
 }
 
 export class PoolKeys {
@@ -38,6 +42,12 @@ export class PoolKeys {
       return { id: `${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId, placement: { sharing: 'per-session', ownerLabel: label(digest) }, principal: undefined, authKey: base, ownerSession: sessionId };
     }
     if (sharing === 'shared') return { id: base, placement: { sharing, ownerLabel: undefined }, principal: undefined, authKey: base, ownerSession: undefined };
+    if (sharing === 'per-workspace') {
+      const roots = workspaceOf(request.roots ?? []);
+      const digest = this.ownerDigest('workspace', JSON.stringify(roots.map((root) => root.uri)));
+      const id = `${base}::per-workspace:${digest}` as ConnectionId;
+      return { id, placement: { sharing, ownerLabel: label(digest) }, principal: undefined, authKey: base, ownerSession: undefined, roots };
+    }
     if (sharing === 'per-principal' && principal === undefined) {
       // Guessing would be wrong either way: one anonymous principal would share the process
       // between unrelated callers, one per session would quietly multiply processes.
@@ -52,9 +62,16 @@ export class PoolKeys {
   }
 
   /** A salted digest of a principal or session: collision-free as a key part, opaque as a label. */
-  ownerDigest(kind: 'principal' | 'session', owner: string): string {
+  ownerDigest(kind: 'principal' | 'session' | 'workspace', owner: string): string {
     return createHash('sha256').update(this.#salt).update(kind).update('\u0000').update(owner).digest('hex').slice(0, 32);
   }
+}
+
+/** A workspace's roots as its key sees them: by URI, sorted, the first of duplicates kept. */
+export function workspaceOf(roots: readonly Root[]): Root[] {
+  const byUri = new Map<string, Root>();
+  for (const root of roots) if (!byUri.has(root.uri)) byUri.set(root.uri, root.name === undefined ? { uri: root.uri } : { uri: root.uri, name: root.name });
+  return [...byUri.values()].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
 }
 
 function label(digest: string): string {

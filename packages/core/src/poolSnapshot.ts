@@ -33,7 +33,7 @@ export function buildSnapshot(source: SnapshotSource): PoolSnapshot {
     server.entryCount += 1;
     server.entrySummary.push(summary);
   };
-  const bySharing: Record<SharingPolicy, number> = { shared: 0, 'per-principal': 0, 'per-session': 0 };
+  const bySharing: Record<SharingPolicy, number> = { shared: 0, 'per-workspace': 0, 'per-principal': 0, 'per-session': 0 };
   for (const entry of source.entries) {
     add(entry.serverName, {
       entryIndex: entry.entryIndex,

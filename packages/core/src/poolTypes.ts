@@ -2,7 +2,7 @@
  * The public types of `McpTransportPool`: its options, what `acquire`, `restartByName` and
  * `drainAll` take and give, and the snapshot. Types only.
  */
-import type { LogLevel, Logger, PoolEvent, ReconnectPolicy, ServerConfig, SharingPolicy, TransportKind, WireError, EntryStatus, ViewClientInfo } from '@mcpool/protocol';
+import type { LogLevel, Logger, PoolEvent, ReconnectPolicy, ServerConfig, SharingPolicy, TransportKind, WireError, EntryStatus, ViewClientInfo, Root } from '@mcpool/protocol';
 import type { ActorHostOptions } from './actorHost.js';
 import type { BudgetCell, BudgetOptions } from './budget.js';
 
@@ -28,6 +28,12 @@ export interface AcquireOptions {
   principal?: string;
   /** What this view declares about its own client (sent with its requests to a modern-era server); absent fields take the pool's defaults. */
   client?: ViewClientInfo;
+  /**
+   * The session's roots (its workspace folders). A `per-workspace` server is shared by the sessions
+   * with the same root URIs only, and the pool answers its `roots/list` with them; absent: no roots
+   * (the sessions without roots share one entry). Ignored by servers of other policies.
+   */
+  roots?: readonly Root[];
 }
 
 export interface McpTransportPoolOptions {

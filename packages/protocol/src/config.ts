@@ -23,14 +23,15 @@ export type TransportKind = 'stdio' | 'http' | 'sse' | 'websocket';
 
 /**
  * Who may share one server process: everyone whose config has the same
- * fingerprint (`shared`), only the sessions of one principal (`per-principal`), or nobody
- * (`per-session`). A server that keeps conversation state in its process must not be `shared`
- * between unrelated clients.
+ * fingerprint (`shared`), only the sessions with the same roots (`per-workspace`: a server that
+ * reads its roots gets a process per set of roots, and the pool answers its `roots/list`), only
+ * the sessions of one principal (`per-principal`), or nobody (`per-session`). A server that keeps
+ * conversation state in its process must not be `shared` between unrelated clients.
  */
-export type SharingPolicy = 'shared' | 'per-principal' | 'per-session';
+export type SharingPolicy = 'shared' | 'per-workspace' | 'per-principal' | 'per-session';
 
 /** Every {@link SharingPolicy}, narrowest sharing last. */
-export const SHARING_POLICIES: readonly SharingPolicy[] = Object.freeze(['shared', 'per-principal', 'per-session'] as const);
+export const SHARING_POLICIES: readonly SharingPolicy[] = Object.freeze(['shared', 'per-workspace', 'per-principal', 'per-session'] as const);
 
 /** OAuth settings of a remote server (Gemini CLI / Qwen Code `oauth` block). */
 export interface OAuthConfig {

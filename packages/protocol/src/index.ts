@@ -84,6 +84,7 @@ export type {
   Logger,
   ProgressInfo,
   ReconnectPolicy,
+  Root,
   RestartOutcome,
   ServerProcessRequest,
   SupervisorOps,

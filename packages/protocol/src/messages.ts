@@ -58,6 +58,8 @@ export interface ActorStartArgs {
   probeTimeoutMs?: number | undefined;
   /** The pool's client declaration: modern `_meta` for views that declare none. */
   client?: ViewClientInfo | undefined;
+  /** A `per-workspace` entry's roots: the actor answers the server's `roots/list` with them itself, at any time. */
+  roots?: readonly Root[] | undefined;
   /**
    * The `Authorization` header value for a remote server whose credentials the pool's host
    * supplies (an OAuth access token). A secret: never logged, never in a snapshot.
@@ -77,6 +79,12 @@ export interface ActorStartResult {
  * sees each caller as itself (`params._meta` of every request the view makes).
  * Absent fields take the pool's defaults.
  */
+/** A root a client declares (`roots/list`): a `file://` URI and an optional display name. */
+export interface Root {
+  uri: string;
+  name?: string | undefined;
+}
+
 export interface ViewClientInfo {
   protocolVersion?: string | undefined;
   capabilities?: Record<string, unknown> | undefined;

@@ -65,7 +65,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
 
 const serverStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed', 'auth_required', 'unavailable']);
 const budgetMode = z.enum(['enforce', 'warn', 'off']);
-const sharingPolicy = z.enum(['shared', 'per-principal', 'per-session']);
+const sharingPolicy = z.enum(['shared', 'per-workspace', 'per-principal', 'per-session']);
 const plainError = z.object({ code: z.string(), message: z.string() });
 
 export const errorBodySchema = z.object({ statusCode: z.number().int(), code: z.string(), error: z.string(), message: z.string() });
@@ -99,7 +99,7 @@ export const workspaceMcpSchema = z.object({
     clientBudget: z.number().int(),
     budgetMode,
     status: z.enum(['ok', 'warning', 'exhausted', 'off']),
-    bySharing: z.object({ shared: z.number().int(), 'per-principal': z.number().int(), 'per-session': z.number().int() }).strict(),
+    bySharing: z.object({ shared: z.number().int(), 'per-workspace': z.number().int(), 'per-principal': z.number().int(), 'per-session': z.number().int() }).strict(),
   }).strict(),
   sessions: z.number().int(),
   limits: z.object({
