@@ -14,10 +14,13 @@
  * - What a view tells (its lists changed, a resource changed, a notification no call owns, a
  *   reconnect) goes to the front through {@link AggregateEvents}; a server that joins, or fails,
  *   changes every list.
+ * - A `per-workspace` server is acquired with the caller's roots: while its front has not learnt
+ *   them yet ({@link AggregateOptions.rootsPending}) its slot waits, and when they change
+ *   ({@link Aggregate.setRoots}) its view moves to the entry of the new roots.
  * - Server→client requests are not wired here: the pool attributes each to a call, and the
  *   front answers it through that call's own `onServerRequest`.
  */
-import { ErrorCode, PoolError, type ConnectionStatus, type Logger, type McpTransportPool, type PooledConnection, type ServerConfig, type UpstreamNotification, type ViewClientInfo } from '@mcpool/core';
+import { ErrorCode, PoolError, type ConnectionStatus, type Logger, type McpTransportPool, type PooledConnection, type Root, type ServerConfig, type UpstreamNotification, type ViewClientInfo } from '@mcpool/core';
 import { serverUnavailable } from '@mcpool/protocol/refusals';
 import type { GatewayAccess } from './access.js';
 
@@ -82,6 +85,11 @@ export interface AggregateOptions {
   events: AggregateEvents;
   /** Told when an acquire of `name` settled (ready or failed): the host's join window for it can close. */
   settled?(name: string): void;
+  /**
+   * The front will learn the caller's roots ({@link Aggregate.setRoots}): `per-workspace` servers
+   * wait for them. Otherwise the caller has no roots. @default false
+   */
+  rootsPending?: boolean | undefined;
   /** Silent unless given. */
   logger?: Logger | undefined;
 }
@@ -91,10 +99,13 @@ export class Aggregate {
   readonly #options: AggregateOptions;
   readonly #slots = new Map<string, Slot>();
   readonly #fixed: Set<string> | undefined;
+  /** The caller's roots; undefined while its front has not learnt them. */
+  #roots: readonly Root[] | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: AggregateOptions) {
     this.#options = options;
+    this.#roots = options.rootsPending === true ? undefined : [];
     this.scope = options.scope;
     if (options.servers !== undefined) {
       this.#fixed = new Set(options.servers);
@@ -187,6 +198,36 @@ export class Aggregate {
     if (slot.view === undefined) void this.#acquire(slot);
   }
 
+  /**
+   * The caller's roots, learnt or changed: the `per-workspace` servers that waited for them are
+   * acquired, and a view held under other roots is given back for one of the new roots' entry
+   * (announced with `listChanged`). Resolves once those acquires settled.
+   */
+  async setRoots(roots: readonly Root[]): Promise<void> {
+    const before = this.#roots;
+    this.#roots = roots;
+    if (this.closed || (before !== undefined && sameWorkspace(before, roots))) return;
+    const moving: Promise<unknown>[] = [];
+    for (const slot of this.#slots.values()) {
+      if (this.#options.config(slot.name)?.sharing !== 'per-workspace') continue;
+      moving.push(
+        (async () => {
+          // An acquire under the old roots gives its view back when it settles.
+          await slot.acquiring;
+          const old = slot.view;
+          if (old !== undefined) {
+            unwire(slot);
+            slot.view = undefined;
+            void old.release().catch(() => undefined);
+          }
+          slot.retryAt = 0;
+          await this.#acquire(slot);
+        })(),
+      );
+    }
+    await Promise.all(moving);
+  }
+
   /** Servers being acquired now (they join when ready). */
   get joining(): number {
     let count = 0;
@@ -222,14 +263,18 @@ export class Aggregate {
 
   #acquire(slot: Slot): Promise<PooledConnection | undefined> {
     if (slot.view !== undefined) return Promise.resolve(slot.view);
+    // It waits for the roots the front is learning: started without them, it would serve none.
+    if (this.#roots === undefined && this.#options.config(slot.name)?.sharing === 'per-workspace') return Promise.resolve(undefined);
     slot.acquiring ??= (async () => {
       const { pool, poolSessionId, principal, client, logger } = this.#options;
       try {
         const settings = this.#options.config(slot.name);
         if (settings === undefined) throw new PoolError(ErrorCode.SERVER_FAILED, `${slot.name} is no longer configured`);
-        const view = await pool.acquire(slot.name, settings, poolSessionId, { principal, ...(client === undefined ? {} : { client }) });
+        const roots = this.#roots;
+        const view = await pool.acquire(slot.name, settings, poolSessionId, { principal, ...(client === undefined ? {} : { client }), ...(roots === undefined ? {} : { roots }) });
         await view.ready;
-        if (this.closed) {
+        // Gone, or its roots changed while it started: given back (the new roots' acquire follows).
+        if (this.closed || (settings.sharing === 'per-workspace' && roots !== this.#roots)) {
           void view.release().catch(() => undefined);
           return undefined;
         }
@@ -275,6 +320,12 @@ export class Aggregate {
       }),
     );
   }
+}
+
+/** Whether two lists of roots name the same folders (a `per-workspace` key is their URIs). */
+function sameWorkspace(a: readonly Root[], b: readonly Root[]): boolean {
+  const uris = (roots: readonly Root[]): string => JSON.stringify([...new Set(roots.map((root) => root.uri))].sort());
+  return uris(a) === uris(b);
 }
 
 function unwire(slot: Slot): void {

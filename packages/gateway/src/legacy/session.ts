@@ -17,6 +17,9 @@
  * - `list_changed`, `resources/updated` (subscribers only) and logs no call can be blamed for go
  *   out on the session's GET stream, through a bounded outbox a client that stops reading is cut
  *   from;
+ * - a client that declared `roots` is asked for them (`roots/list`, on the stream of its first
+ *   request, and again on the first request after it sent `notifications/roots/list_changed`);
+ *   the session's `per-workspace` servers wait for them and move when they change;
  * - `logging/setLevel` is this session's filter; upstream gets the most verbose level any session
  *   of the same {@link LegacySessions} asked for.
  */
@@ -30,6 +33,7 @@ import {
   type InputRequiredResult,
   type Logger,
   type McpTransportPool,
+  type Root,
   type ServerConfig,
   type UpstreamNotification,
   type ViewClientInfo,
@@ -183,6 +187,11 @@ export class LegacySession {
   #joinedLate = false;
   /** Whether the client declared any capability a server→client request needs. */
   readonly #takesServerRequests: boolean;
+  /** Whether the client declared `roots`: it is asked for them. */
+  readonly #takesRoots: boolean;
+  /** The client's roots are to be asked (not yet, or they changed since). */
+  #rootsStale: boolean;
+  #rootsAsking: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
 
   /** @internal {@link LegacySessions.open} makes sessions. */
@@ -196,6 +205,8 @@ export class LegacySession {
     this.scope = init.scope;
     this.#logger = options.logger;
     this.#takesServerRequests = takesServerRequests(init.client?.capabilities);
+    this.#takesRoots = undeclared('roots/list', init.client?.capabilities, 'the client') === undefined;
+    this.#rootsStale = this.#takesRoots;
     this.#outbox = new SessionOutbox({
       onStall: (stalledMs) => {
         this.#logger?.warn({ sessionId: this.id, client: this.principal, stalledMs }, `closing a /mcp session whose client did not read its stream for ${SESSION_STALL_MS / 1000} s`);
@@ -215,6 +226,7 @@ export class LegacySession {
       client: init.client,
       servers: init.servers,
       logger: options.logger,
+      rootsPending: this.#takesRoots,
       settled: (name) => options.joined?.(name),
       events: {
         listChanged: (kind) => this.#listChanged(kind),
@@ -331,6 +343,9 @@ export class LegacySession {
       ...(this.#options.keepAliveMs === undefined ? {} : { keepAliveMs: this.#options.keepAliveMs }),
       onInitialized: () => this.#init.onInitialized?.(this),
       onDeleted: () => void this.close('transport closed'),
+      onNotification: (method) => {
+        if (method === 'notifications/roots/list_changed' && this.#takesRoots) this.#rootsStale = true;
+      },
     });
   }
 
@@ -392,6 +407,7 @@ export class LegacySession {
   }
 
   async #serve(method: string, params: Params, context: LegacyRequestContext): Promise<Params> {
+    if (this.#rootsStale) await this.#learnRoots(context);
     const access = this.#init.access();
     const aggregate = this.#aggregate;
     switch (method) {
@@ -539,9 +555,46 @@ export class LegacySession {
     return Object.fromEntries(answers);
   }
 
+  /**
+   * Asks the client for its roots on this request's stream (one ask at a time: concurrent requests
+   * wait for it) and hands them to the aggregate, which starts or moves the `per-workspace`
+   * servers. A client that refuses has no roots; one that does not answer (a cancel, a timeout)
+   * is asked again at its next request.
+   */
+  async #learnRoots(context: LegacyRequestContext): Promise<void> {
+    this.#rootsAsking ??= (async () => {
+      this.#rootsStale = false;
+      let roots: Root[];
+      try {
+        roots = rootsIn(await context.request({ method: 'roots/list', params: {} }, { signal: context.signal, timeoutMs: this.#timeoutMs() }));
+      } catch (error) {
+        this.#logger?.debug({ sessionId: this.id, err: error }, 'the client did not give its roots');
+        if (!(error instanceof RpcError)) {
+          this.#rootsStale = true;
+          return;
+        }
+        roots = [];
+      }
+      await this.#aggregate.setRoots(roots);
+    })().finally(() => (this.#rootsAsking = undefined));
+    await this.#rootsAsking;
+  }
+
   #timeoutMs(): number {
     return this.#options.callTimeoutMs?.() ?? 60_000;
   }
+}
+
+/** The roots of a client's `roots/list` answer: each entry with a string `uri`, its `name` when it is a string. */
+function rootsIn(result: Params): Root[] {
+  const listed = Array.isArray(result.roots) ? (result.roots as unknown[]) : [];
+  const roots: Root[] = [];
+  for (const root of listed) {
+    if (typeof root !== 'object' || root === null || typeof (root as Root).uri !== 'string') continue;
+    const { uri, name } = root as Root;
+    roots.push(typeof name === 'string' ? { uri, name } : { uri });
+  }
+  return roots;
 }
 
 /** The client's failure to answer a server→client request, as the server gets it: the client's own JSON-RPC error when it sent one. */

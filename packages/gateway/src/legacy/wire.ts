@@ -68,6 +68,8 @@ export interface LegacyWireOptions {
   onInitialized?(): void;
   /** The session ended by DELETE (not by {@link LegacyWire.close}). */
   onDeleted?(): void;
+  /** A notification the client sent that the wire does not handle itself (`notifications/roots/list_changed`). */
+  onNotification?(method: string, params: LegacyParams | undefined): void;
   /** Each HTTP response the wire answers with, as it starts (for back-pressure watching). */
   onResponse?(res: ServerResponse): void;
   keepAliveMs?: number;
@@ -337,8 +339,10 @@ export class LegacyWire {
       const id = message.params?.requestId;
       const running = typeof id === 'string' || typeof id === 'number' ? this.#running.get(id) : undefined;
       running?.controller.abort(message.params?.reason);
+    } else {
+      // Any other client notification (initialized, roots/list_changed, progress) is the endpoint's.
+      this.#options.onNotification?.(message.method, message.params as LegacyParams | undefined);
     }
-    // Any other client notification (initialized, roots/list_changed, progress) needs nothing here.
   }
 
   async #serve(message: Extract<Message, { kind: 'request' }>, answer: Answer, headers: IncomingHttpHeaders): Promise<void> {
