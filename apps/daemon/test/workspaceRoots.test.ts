@@ -42,7 +42,7 @@ async function openWith(roots: () => { uri: string }[]): Promise<Client> {
 }
 
 async function allowed(client: Client): Promise<string> {
-  return textOf((await client.callTool({ name: 'files__list_allowed_directories', arguments: {} })) as Record<string, unknown>);
+  return textOf((await client.callTool({ name: 'files__list_allowed_directories', arguments: {} })));
 }
 
 /** The entries sessions hold (the daemon's own start of the server, with no roots and no session, is left out). */
@@ -87,7 +87,7 @@ describe('roots per workspace through /mcp', { timeout: 120_000 }, () => {
     await vi.waitFor(async () => expect(await allowed(b)).toContain(beta.dir), { timeout: 60_000, interval: 200 });
     expect(await allowed(a)).not.toContain(beta.dir);
     expect(await allowed(b)).not.toContain(alpha.dir);
-    const listed = textOf((await a.callTool({ name: 'files__list_directory', arguments: { path: alpha.dir } })) as Record<string, unknown>);
+    const listed = textOf((await a.callTool({ name: 'files__list_directory', arguments: { path: alpha.dir } })));
     expect(listed).toContain('alpha.txt');
     const denied = (await b.callTool({ name: 'files__list_directory', arguments: { path: alpha.dir } })) as Record<string, unknown>;
     expect(denied.isError).toBe(true);

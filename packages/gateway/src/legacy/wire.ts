@@ -341,7 +341,7 @@ export class LegacyWire {
       running?.controller.abort(message.params?.reason);
     } else {
       // Any other client notification (initialized, roots/list_changed, progress) is the endpoint's.
-      this.#options.onNotification?.(message.method, message.params as LegacyParams | undefined);
+      this.#options.onNotification?.(message.method, message.params);
     }
   }
 
