@@ -75,7 +75,7 @@ describe('GET /workspace/mcp', () => {
     expect(response.statusCode).toBe(200);
     const body = workspaceMcpSchema.parse(response.json());
     expect(body).toMatchObject({ initialized: true, ready: true, sessions: 0 });
-    expect(body.budget).toEqual({ kind: 'mcp_budget', scope: 'workspace', liveCount: 2, clientBudget: 50, budgetMode: 'warn', status: 'ok', bySharing: { shared: 2, 'per-principal': 0, 'per-session': 0 } });
+    expect(body.budget).toEqual({ kind: 'mcp_budget', scope: 'workspace', liveCount: 2, clientBudget: 50, budgetMode: 'warn', status: 'ok', bySharing: { shared: 2, 'per-workspace': 0, 'per-principal': 0, 'per-session': 0 } });
     expect(body.servers.map((s) => s.name)).toEqual(['echo', 'prompts']);
     expect(body.servers[0]).toEqual({
       kind: 'mcp_server',

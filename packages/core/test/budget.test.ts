@@ -99,7 +99,7 @@ describe('the pool and its budget', () => {
     for (const session of ['s1', 's2', 's3', 's4']) for (const name of ['beta', 'gamma']) await pool.acquire(name, configs[name]!, session);
 
     const snapshot = pool.getSnapshot();
-    expect(snapshot.budget).toEqual({ kind: 'mcp_budget', scope: 'workspace', liveCount: 3, clientBudget: 2, budgetMode: 'warn', status: 'exhausted', bySharing: { shared: 3, 'per-principal': 0, 'per-session': 0 } });
+    expect(snapshot.budget).toEqual({ kind: 'mcp_budget', scope: 'workspace', liveCount: 3, clientBudget: 2, budgetMode: 'warn', status: 'exhausted', bySharing: { shared: 3, 'per-workspace': 0, 'per-principal': 0, 'per-session': 0 } });
     expect(pidsWithMarker(mark)).toHaveLength(3);
     expect(Object.values(snapshot.servers).map((server) => server.entrySummary[0]!.refs)).toEqual([4, 4, 4]);
     const warnings = events.filter((event) => event.type === 'mcp_budget_warning');
