@@ -404,11 +404,11 @@ describe('sharing', () => {
   it('rejects an unknown policy with its path and the policies it expected', () => {
     const error = configErrorOf(() => parseServersDocument({ servers: { memory: { command: 'srv', sharing: 'private' } } }, { file: 'mcp.json', env }));
     expect(error.message).toBe(
-      'Invalid MCP server config in mcp.json at servers.memory.sharing: expected a sharing policy (shared | per-principal | per-session), got "private"',
+      'Invalid MCP server config in mcp.json at servers.memory.sharing: expected a sharing policy (shared | per-workspace | per-principal | per-session), got "private"',
     );
     expect(error.data.path).toBe('servers.memory.sharing');
     const typed = configErrorOf(() => normalizeServerConfig({ command: 'srv', sharing: true }, { path: 'mcpServers.m', env }));
-    expect(typed.data.issues).toEqual([{ path: 'mcpServers.m.sharing', expected: 'a sharing policy (shared | per-principal | per-session)', received: 'got true' }]);
+    expect(typed.data.issues).toEqual([{ path: 'mcpServers.m.sharing', expected: 'a sharing policy (shared | per-workspace | per-principal | per-session)', received: 'got true' }]);
   });
 });
 
