@@ -48,6 +48,8 @@ export class DaemonMetrics {
   readonly refusals: Counter<'limit'>;
   /** Idle `/mcp` sessions ended to admit a new one of the same client at its cap. */
   readonly evictions: Counter;
+  /** Notifications a shared server sent that could not be attributed to one principal: dropped, never broadcast. */
+  readonly unattributed: Counter<'server'>;
   readonly callDuration: Histogram<'server' | 'outcome'>;
 
   constructor(source: MetricsSource) {
@@ -197,6 +199,7 @@ export class DaemonMetrics {
     this.failures = new Counter({ name: 'mcpool_failures_total', help: 'Failures: spawn (a start failed), entry (an entry failed), call (a tool call failed).', labelNames: ['server', 'kind'] as const, registers });
     this.reloads = new Counter({ name: 'mcpool_config_reloads_total', help: 'Config reloads, by result (applied; partial: some servers of the file could not be applied; rejected: the file as a whole).', labelNames: ['result'] as const, registers });
     this.refusals = new Counter({ name: 'mcpool_admission_refusals_total', help: 'Requests refused by an admission limit, by limit (see mcpool_admission_limit).', labelNames: ['limit'] as const, registers });
+    this.unattributed = new Counter({ name: 'mcpool_notifications_unattributed_total', help: 'Notifications a server sent on its own that could not be attributed to one principal (calls of several in flight, or none): dropped, never broadcast.', labelNames: ['server'] as const, registers });
     this.evictions = new Counter({ name: 'mcpool_mcp_session_evictions_total', help: 'Idle /mcp sessions ended to admit a new session of the same client at its per-client cap.', registers });
     this.callDuration = new Histogram({
       name: 'mcpool_call_duration_seconds',

@@ -65,6 +65,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
     relistTools: (conn, generation) => store.refresh('tools', conn, generation),
     reauthorize: (challenge, status) => reauthorize(challenge, status),
+    unattributed: (dropped) => emitControl('unattributed', { dropped }),
     get logger() {
       return logger;
     },
@@ -300,13 +301,13 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     });
   }
 
-  function attach({ viewId, sessionId, port, client }: AttachArgs): { generation: number } {
+  function attach({ viewId, sessionId, port, client, principal }: AttachArgs): { generation: number } {
     const status = lastStatus;
     if (status !== 'active' && status !== 'draining') {
       port.close();
       throw new PoolError(ErrorCode.ENTRY_CLOSING, `the entry is ${status ?? 'not started'}`);
     }
-    hub.attach(viewId, port, store.snapshot, client);
+    hub.attach(viewId, port, store.snapshot, client, principal);
     logger.debug({ viewId, sessionId }, 'view attached');
     return { generation: store.snapshot.generation };
   }

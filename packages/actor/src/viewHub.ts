@@ -11,8 +11,10 @@
  *   are, it is refused with `serverRequestRefused` (-32601 upstream), never guessed across
  *   sessions. Inside one view "newest" is the one guess left: serialising the calls of tools
  *   that ask would make it certain, and {@link ViewHub.attribute} is where that rule goes;
- * - a notification (logging) goes to that view's newest listening call, and to every view when
- *   calls of several views are in flight;
+ * - a notification (logging) goes to that view's newest listening call. It is never sent across
+ *   principals: when calls of several views are in flight, or none is, it goes to every view only
+ *   when all of those views act for one principal; otherwise nobody can say whose it is, and it is
+ *   dropped and counted (`unattributed`), not broadcast;
  * - `resources/updated` goes to the views subscribed to that URI (subscriptions are refcounted
  *   upstream and replayed after a reconnect; on a modern server they are the listen filter).
  * What the server sends a view on its own goes through the view's {@link ViewOutbox}: throttled,
@@ -42,11 +44,15 @@ export interface ViewHubDeps {
    */
   reauthorize(challenge: string | undefined, status: 401 | 403): Promise<boolean | PoolError>;
   logger: { warn(obj: object, msg?: string): void };
+  /** Notifications dropped because they could not be attributed to one principal, told at most once a turn. */
+  unattributed(dropped: number): void;
 }
 
 interface ViewState {
   channel: RpcChannel;
   client: ViewClientInfo | undefined;
+  /** Whom the view's session acts for; views attached without one are the host's own, one principal together. */
+  principal: string | undefined;
   /** Calls in flight, oldest first: a notification is attributed to the newest. */
   inflight: Set<RpcHandlerContext>;
   subscriptions: Set<string>;
@@ -66,14 +72,17 @@ export class ViewHub {
   readonly #deps: ViewHubDeps;
   /** Numbers the calls, for their progress's coalescing key. */
   #calls = 0;
+  /** Unattributed notifications dropped since the last report, and the report waiting for the end of this turn. */
+  #unattributed = 0;
+  #unattributedReport: NodeJS.Immediate | undefined;
 
   constructor(deps: ViewHubDeps) {
     this.#deps = deps;
   }
 
-  attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo): void {
+  attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo, principal?: string): void {
     const outbox = new ViewOutbox((report) => this.#deps.logger.warn({ viewId, ...report }, 'a session got server messages faster than it may: dropped and coalesced some'));
-    const state: ViewState = { channel: undefined!, client, inflight: new Set(), subscriptions: new Set(), outbox };
+    const state: ViewState = { channel: undefined!, client, principal, inflight: new Set(), subscriptions: new Set(), outbox };
     state.channel = new RpcChannel(port, {
       handler: (op, opArgs, ctx) => this.#handle(viewId, state, op, opArgs, ctx),
       batch: true,
@@ -97,6 +106,7 @@ export class ViewHub {
 
   closeAll(reason: string): void {
     for (const state of [...this.#views.values()]) state.channel.close(reason);
+    this.#reportUnattributed();
   }
 
   broadcast<K extends keyof ViewEvents>(ev: K, data: ViewEvents[K]): void {
@@ -137,13 +147,23 @@ export class ViewHub {
     return owner.view.channel.request<Record<string, unknown>>('serverRequest', { method, params, call: owner.asking }, { signal, timeoutMs: this.#deps.callTimeoutMs });
   }
 
-  /** A notification the server sent: to the newest listening call of the one busy view, else to every view. */
+  /**
+   * A notification the server sent: to the newest listening call of the one busy view; else to
+   * every view when the views it could be for (the busy ones, or all when none is) act for one
+   * principal; else dropped and counted.
+   */
   notification(notification: UpstreamNotification): void {
     const owner = this.attribute();
     // A log outside any call takes the outbox's slow lane: nobody waits for it.
     const unasked = notification.method === 'notifications/message';
     if (owner.view === undefined) {
+      const principal = this.#onePrincipal(owner.busy > 0);
+      if (principal === undefined) {
+        this.#dropUnattributed();
+        return;
+      }
       for (const state of this.#views.values()) {
+        if (state.principal !== principal.id) continue;
         const deliver = (): void => void state.channel.emit('notification', notification);
         if (unasked) state.outbox.pushUnasked(deliver);
         else state.outbox.push(undefined, deliver);
@@ -154,6 +174,31 @@ export class ViewHub {
     if (call !== undefined) view.outbox.push(undefined, () => call.progress({ kind: 'notification', notification } satisfies CallEvent));
     else if (unasked) view.outbox.pushUnasked(() => view.channel.emit('notification', notification));
     else view.outbox.push(undefined, () => view.channel.emit('notification', notification));
+  }
+
+  /** The one principal the views act for (only the busy views when `busy`), or undefined when they are several or none. */
+  #onePrincipal(busy: boolean): { id: string | undefined } | undefined {
+    let found: { id: string | undefined } | undefined;
+    for (const state of this.#views.values()) {
+      if (busy && state.inflight.size === 0) continue;
+      if (found === undefined) found = { id: state.principal };
+      else if (found.id !== state.principal) return undefined;
+    }
+    return found;
+  }
+
+  /** Counts a dropped notification; the count is told once this turn ends (a flood costs one message a turn, not one each). */
+  #dropUnattributed(): void {
+    this.#unattributed += 1;
+    this.#unattributedReport ??= setImmediate(() => this.#reportUnattributed());
+  }
+
+  #reportUnattributed(): void {
+    if (this.#unattributedReport !== undefined) clearImmediate(this.#unattributedReport);
+    this.#unattributedReport = undefined;
+    const dropped = this.#unattributed;
+    this.#unattributed = 0;
+    if (dropped > 0) this.#deps.unattributed(dropped);
   }
 
   resourceUpdated(uri: string): void {

@@ -294,7 +294,7 @@ export class McpTransportPool {
         const attached = entry.views.get(sessionId);
         if (attached !== undefined) return await shareView(attached, fields);
         try {
-          return await this.#views.attach(entry, sessionId, fields, client);
+          return await this.#views.attach(entry, sessionId, fields, { client, principal });
         } catch (error) {
           // The entry ended under the attach (closing, or its thread died): take a fresh one.
           const ended = error instanceof PoolError && (error.code === ErrorCode.ENTRY_CLOSING || error.code === ErrorCode.ACTOR_DIED || error.code === ErrorCode.PORT_CLOSED);
@@ -663,6 +663,9 @@ export class McpTransportPool {
         return;
       case 'throttle':
         entry.throttled = (data as ActorEvents['throttle']).throttled;
+        return;
+      case 'unattributed':
+        this.#emit({ type: 'notificationsDropped', serverName: entry.serverName, entryIndex: entry.entryIndex, generation: entry.generation, dropped: (data as ActorEvents['unattributed']).dropped });
         return;
       case 'authRejected': {
         const { challenge, status } = data as ActorEvents['authRejected'];

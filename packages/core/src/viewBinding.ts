@@ -4,7 +4,7 @@
  * dead entry's views to its replacement, and the failure of views nobody replaces. Each view has
  * its own MessageChannel to its entry's actor; this is where one is made and handed over.
  */
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, PoolError, type AttachArgs, type Logger, type ServerSnapshot, type ViewClientInfo } from '@mcpool/protocol';
 import type { PoolEntry } from './entry.js';
@@ -23,6 +23,16 @@ export interface ViewBindingOptions {
   logger: Logger;
 }
 
+/** Whom a view acts for: its client's declaration, and the principal the actor attributes the server's own messages by. */
+export interface ViewOwner {
+  client?: ViewClientInfo | undefined;
+  principal?: string | undefined;
+}
+
+function attachArgs(sessionId: string, port: MessagePort, { client, principal }: ViewOwner): AttachArgs {
+  return { viewId: randomUUID(), sessionId, port, ...(client === undefined ? {} : { client }), ...(principal === undefined ? {} : { principal }) };
+}
+
 /** How long an actor may take to take a view's port. */
 const ATTACH_TIMEOUT_MS = 10_000;
 
@@ -30,8 +40,8 @@ export class ViewBinding {
   readonly #options: ViewBindingOptions;
   /** The entry each view is on now (a view moves to a replacement entry). */
   readonly #viewEntry = new WeakMap<PooledConnection, PoolEntry>();
-  /** What each view declared about its client, for its attach to a replacement entry. */
-  readonly #viewClient = new WeakMap<PooledConnection, ViewClientInfo>();
+  /** What each view declared about its client, and whom it acts for, for its attach to a replacement entry. */
+  readonly #viewOwner = new WeakMap<PooledConnection, ViewOwner>();
 
   constructor(options: ViewBindingOptions) {
     this.#options = options;
@@ -43,7 +53,7 @@ export class ViewBinding {
   }
 
   /** A new view of `entry` for `sessionId`: counted as a ref at once, usable once the actor has its port (or at once, seeded). */
-  async attach(entry: PoolEntry, sessionId: string, fields: SessionFields, client: ViewClientInfo | undefined): Promise<PooledConnection> {
+  async attach(entry: PoolEntry, sessionId: string, fields: SessionFields, owner: ViewOwner): Promise<PooledConnection> {
     const { sessions } = this.#options;
     const { port1, port2 } = new MessageChannel();
     const view: PooledConnection = new PooledConnection({
@@ -66,7 +76,7 @@ export class ViewBinding {
       onPortLost: (lost) => this.#willReattach(lost),
     });
     this.#viewEntry.set(view, entry);
-    if (client !== undefined) this.#viewClient.set(view, client);
+    this.#viewOwner.set(view, owner);
     // Refs and index change synchronously, so the drain decision never sees a stale count.
     entry.views.set(sessionId, view);
     sessions.index(sessionId, entry);
@@ -76,7 +86,7 @@ export class ViewBinding {
         entry.idle = false;
         entry.thread.ref();
       }
-      const attach: AttachArgs = { viewId: randomUUID(), sessionId, port: port2, ...(client === undefined ? {} : { client }) };
+      const attach = attachArgs(sessionId, port2, owner);
       // An idle entry's actor may be ending it (its drain timer): only an answered attach tells,
       // and a refused one sends this acquire to a fresh entry. An entry in use is not drained, so
       // its attach is refused only when the entry fails, and its other views with it.
@@ -131,8 +141,7 @@ export class ViewBinding {
         target.thread.ref();
         void target.thread.request('setIdle', { idle: false }).catch(() => undefined);
       }
-      const client = this.#viewClient.get(view);
-      const attach: AttachArgs = { viewId: randomUUID(), sessionId, port: port2, ...(client === undefined ? {} : { client }) };
+      const attach = attachArgs(sessionId, port2, this.#viewOwner.get(view) ?? {});
       try {
         await target.thread.request('attach', attach, { transfer: [port2], timeoutMs: ATTACH_TIMEOUT_MS });
       } catch (error) {

@@ -73,7 +73,9 @@ export type EntryEvent =
   | (EntryEventBase & { type: 'disconnected'; reason: DisconnectReason })
   | (EntryEventBase & { type: 'reconnected'; clientGeneration: number })
   | (EntryEventBase & { type: 'failed'; lastError: WireError })
-  | (EntryEventBase & { type: 'statusChanged'; status: EntryStatus; lastError?: WireError });
+  | (EntryEventBase & { type: 'statusChanged'; status: EntryStatus; lastError?: WireError })
+  /** Notifications the server sent on its own that could not be attributed to one principal's sessions: dropped, never broadcast. */
+  | (EntryEventBase & { type: 'notificationsDropped'; dropped: number });
 
 export interface BudgetWarningEvent {
   type: 'mcp_budget_warning';

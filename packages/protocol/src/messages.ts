@@ -99,6 +99,11 @@ export interface AttachArgs {
   port: import('node:worker_threads').MessagePort;
   /** The view's own client declaration (modern-era `_meta`). */
   client?: ViewClientInfo | undefined;
+  /**
+   * Whom the view's session acts for. What the server sends on its own goes only to views of one
+   * principal; views without one are the host's own, one principal together.
+   */
+  principal?: string | undefined;
 }
 
 export interface RestartOutcome {
@@ -190,6 +195,8 @@ export interface ActorEvents {
   era: { era: 'legacy' | 'modern'; protocolVersion: string; probed: boolean };
   /** Reading what the server sends on its own is held back (a flood), or runs freely again. */
   throttle: { throttled: boolean; reason?: 'rate' | 'views_backed_up'; pauses?: number; pausedMs?: number };
+  /** Notifications the server sent that no single principal's views could be said to own: dropped, never broadcast. */
+  unattributed: { dropped: number };
 }
 
 /**

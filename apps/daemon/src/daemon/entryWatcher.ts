@@ -74,6 +74,10 @@ export class EntryWatcher {
       this.#publish({ type: 'mcp_child_refused_batch', scope: 'workspace', refused: event.refused.map((r) => ({ ...r })), liveCount: event.liveCount, clientBudget: event.clientBudget, budgetMode: event.budgetMode });
       return;
     }
+    if (event.type === 'notificationsDropped') {
+      this.#metrics.unattributed.inc({ server: event.serverName }, event.dropped);
+      return;
+    }
     const key = `${event.serverName}\u0000${event.entryIndex}`;
     const known = this.#entries.get(key);
     if (known !== undefined && event.generation < known.generation) return;
