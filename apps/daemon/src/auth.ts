@@ -11,6 +11,7 @@ import { ConfigError } from '@mcpool/protocol';
 import type { Right } from '@mcpool/client';
 import type { ClientSpec } from './config/daemonConfig.js';
 import { TOKEN_FILE } from './local/token.js';
+import { impliedRights } from './rights.js';
 
 // The reading side of the token lives with the other things a local client needs.
 export { TOKEN_FILE, readOperatorToken } from './local/token.js';
@@ -141,8 +142,7 @@ export class TokenRegistry {
     this.#entries = entries.map((entry) => ({
       id: entry.id,
       digest: digest(entry.token),
-      // write includes read
-      rights: new Set<Right>(entry.rights.includes('write') ? ['read', 'write'] : entry.rights),
+      rights: impliedRights(entry.rights),
     }));
   }
 

@@ -40,6 +40,7 @@ import { workspaceStatus } from './daemon/workspaceStatus.js';
 import { EventHub } from './events.js';
 import { DaemonMetrics } from './metrics.js';
 import { OAuthManager } from './oauth/oauthManager.js';
+import { configuredGrantsOnly } from './oauth/configuredGrants.js';
 import type { SecretRedactor } from './secrets.js';
 import type { SharedStore } from './store/sharedStore.js';
 import { Cluster } from './cluster/cluster.js';
@@ -171,7 +172,7 @@ export class Daemon {
       daemonPoolOptions(this.#config.settings, {
         logger: this.#logger,
         onEvent: (event) => watcher.onPoolEvent(event),
-        credentials: this.oauth,
+        credentials: this.oauth === undefined ? undefined : configuredGrantsOnly(this.oauth, (name) => this.#config.server(name)),
         groupLedgerDir: options.groupLedgerDir,
         overrides: options.poolOptions,
         defaultSharing: this.#sharing.policyOf,

@@ -81,7 +81,7 @@ describe('the daemon section', () => {
   });
 
   it('reports every problem with its JSON path, unknown keys included, and never echoes a value', () => {
-    const doc = { daemon: { port: 'seventy', budget: { clientBudget: 0, mood: 1 }, clients: [{ id: 'ide', tokenEnv: 'not a name', rights: ['admin'] }], portt: 1, allowedOrigins: ['secret-origin-value/path'] } };
+    const doc = { daemon: { port: 'seventy', budget: { clientBudget: 0, mood: 1 }, clients: [{ id: 'ide', tokenEnv: 'not a name', rights: ['root'] }], portt: 1, allowedOrigins: ['secret-origin-value/path'] } };
     const error = configError(() => resolveSettings(doc, {}, {}, '/etc/mcpool.json'));
     const paths = error.data.issues.map((issue) => issue.path);
     expect(paths).toEqual(expect.arrayContaining(['daemon.port', 'daemon.budget.clientBudget', 'daemon.budget', 'daemon.clients[0].tokenEnv', 'daemon.clients[0].rights[0]', 'daemon']));

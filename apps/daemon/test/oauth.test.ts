@@ -177,6 +177,18 @@ describe('authorization', () => {
     for (const exchange of s.mcp.exchanges) expect(String(exchange.headers.authorization ?? '')).not.toContain(s.h.token);
   });
 
+  it('an injected server never inherits the grant of a configured one, even with its URL', async () => {
+    const s = await stack();
+    await authorize(s);
+    const injected = await s.h.request({ method: 'POST', url: '/sessions', payload: { servers: ['remote'], mcpServers: { mine: { type: 'http', url: s.mcp.url } } } });
+    expect(injected.statusCode).toBe(201);
+    const servers = injected.json<{ id: string; servers: { name: string; status: string; error?: { code: string } }[] }>();
+    // The configured server runs on the grant; the same URL injected gets no token and waits for its own authorization.
+    expect(servers.servers.find((server) => server.name === 'remote')?.status).not.toBe('failed');
+    expect(servers.servers.find((server) => server.name === 'mine')?.error?.code).toBe('MCPOOL_AUTH_REQUIRED');
+    expect((await echo(s.h, servers.id, 'configured')).statusCode).toBe(200);
+  });
+
   it('refreshes before expiry (calls go on), refreshes once on a refused token and sends the call again', async () => {
     const s = await stack({ accessTokenTtlS: 6 });
     await authorize(s);

@@ -63,10 +63,10 @@ afterAll(async () => {
 const status = async (): Promise<WorkspaceMcpStatus> => (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<WorkspaceMcpStatus>();
 
 /** Every documented route with its path parameters filled in (the public `/healthz` too, unless asked). */
-function concreteRoutes(options: { withPublic?: boolean } = {}): { method: 'GET' | 'POST' | 'DELETE'; url: string }[] {
+function concreteRoutes(options: { withPublic?: boolean } = {}): { method: 'GET' | 'POST' | 'DELETE'; url: string; right: string }[] {
   return routeTable(h.daemon, new SecretRedactor())
     .filter((route) => options.withPublic !== false || route.public !== true)
-    .map((route) => ({ method: route.method, url: route.url.replace(':server', 'echo').replace(':id', 'no-such-session') }));
+    .map((route) => ({ method: route.method, url: route.url.replace(':server', 'echo').replace(':id', 'no-such-session'), right: route.right }));
 }
 
 describe('GET /workspace/mcp', () => {
@@ -130,7 +130,7 @@ describe('security on every route', () => {
   });
 
   it('403 for a Host that is not loopback or allow-listed (DNS rebinding), before the token is looked at', async () => {
-    for (const route of concreteRoutes()) {
+    for (const { right: _right, ...route } of concreteRoutes()) {
       for (const host of ['evil.example.com', 'localhost.evil.com:7070', '127.0.0.1.nip.io']) {
         const response = await h.request({ ...route, token: null, headers: { host } });
         expect(response.statusCode, `${route.method} ${route.url} ${host}`).toBe(403);
@@ -143,7 +143,7 @@ describe('security on every route', () => {
   });
 
   it('403 for a foreign Origin on every route, with no CORS header; an allowed origin gets CORS and its preflight', async () => {
-    for (const route of concreteRoutes()) {
+    for (const { right: _right, ...route } of concreteRoutes()) {
       for (const origin of ['http://evil.example.com', 'null', 'http://localhost:3001']) {
         const response = await h.request({ ...route, headers: { origin } });
         expect(response.statusCode, `${route.method} ${route.url} ${origin}`).toBe(403);
@@ -160,15 +160,16 @@ describe('security on every route', () => {
     expect(foreignPreflight.statusCode).toBe(403);
   });
 
-  it('403 when the token lacks the right: read for GETs, write for restart, reload and sessions', async () => {
+  it('403 when the token lacks the right: read for GETs, write for sessions, admin for restart, reload and shutdown', async () => {
     // (The event stream is a GET that stays open; the listen tests read it with a read token.)
-    for (const route of concreteRoutes().filter((r) => r.url !== '/workspace/mcp/events')) {
+    for (const { right, ...route } of concreteRoutes().filter((r) => r.url !== '/workspace/mcp/events')) {
       const response = await h.request({ ...route, token: VIEWER, ...(route.method === 'POST' ? { payload: {} } : {}) });
       if (route.method === 'GET') {
         expect([200, 404], route.url).toContain(response.statusCode);
       } else {
         expect(response.statusCode, `${route.method} ${route.url}`).toBe(403);
-        expect(response.json()).toMatchObject({ code: 'MCPOOL_FORBIDDEN', message: 'this token lacks the write right' });
+        expect(response.json()).toMatchObject({ code: 'MCPOOL_FORBIDDEN', message: `this token lacks the ${right} right` });
+        expect(right, `${route.method} ${route.url}`).toBe(/restart|reload|shutdown/.test(route.url) ? 'admin' : 'write');
       }
     }
   });

@@ -7,8 +7,8 @@ import type { BudgetMode, EntryStatus, SharingPolicy, TransportKind } from '@mcp
 
 export type { BudgetMode, EntryStatus, SharingPolicy, TransportKind };
 
-/** A right a token holds: `read` for GETs, `write` for restart, reload and sessions (write includes read). */
-export type Right = 'read' | 'write';
+/** A right a token holds: `read` for GETs, `write` for sessions, `admin` for restart, reload and shutdown (each includes the ones before). */
+export type Right = 'read' | 'write' | 'admin';
 
 /** The error body of every failed request: one shape, `code` is stable (`MCPOOL_…`). */
 export interface ErrorBody {

@@ -35,6 +35,7 @@ export {
   noSuchServer,
   refusalOf,
   requestStateRefused,
+  rightMissing,
   resourceNotFound,
   serverForbidden,
   serverNotRunnable,

@@ -17,6 +17,7 @@
  * | the host is shutting down, or draining before it stops | `SHUTTING_DOWN` | 503 | -32000 |
  * | an endpoint `/mcp/<server>` of no configured server | `NOT_FOUND` | 404 | -32602 |
  * | an endpoint `/mcp/<server>` the caller may not use | `FORBIDDEN` | 403 | -32000 |
+ * | a route the caller's token lacks the right for | `FORBIDDEN` | 403 | -32000 |
  *
  * Only `PoolError` and the code table: actor threads load this module too.
  */
@@ -34,7 +35,8 @@ export type RefusalKind =
   | 'upstreamUnavailable'
   | 'shuttingDown'
   | 'noSuchServer'
-  | 'serverForbidden';
+  | 'serverForbidden'
+  | 'rightMissing';
 
 function refusal(kind: RefusalKind, code: ErrorCode, message: string, data?: Record<string, unknown>, cause?: unknown): PoolError {
   return new PoolError(code, message, { data: { refusal: kind, ...data }, ...(cause === undefined ? {} : { cause }) });
@@ -117,7 +119,12 @@ export function noSuchServer(name: string): PoolError {
   return refusal('noSuchServer', ErrorCode.NOT_FOUND, `no configured server is named ${JSON.stringify(name)}`);
 }
 
-/** A server endpoint (`/mcp/<server>`) the caller may not use. */
+/** A server endpoint (`/mcp/<server>`), or a configured server a REST session names, that the caller may not use. */
 export function serverForbidden(name: string): PoolError {
   return refusal('serverForbidden', ErrorCode.FORBIDDEN, `this client may not use server ${JSON.stringify(name)}`);
+}
+
+/** A request that needs a right the caller's token lacks (`admin` for restart, reload, shutdown; `write` for sessions). */
+export function rightMissing(right: string): PoolError {
+  return refusal('rightMissing', ErrorCode.FORBIDDEN, `this token lacks the ${right} right`, { right });
 }

@@ -14,6 +14,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { ConfigError, parseConfigText, parseServerEntries, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
 import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
+import { RIGHT_NAMES } from '../rights.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/address.js';
 import { vetServers, type UnavailableServer } from './serverAvailability.js';
 import { clusterSchema, resolveCluster, resolveStore, resolveUsers, storeSchema, usersSchema, type ClusterSettings, type StoreSettings, type UsersSettings } from './teamSettings.js';
@@ -257,7 +258,7 @@ const clientSchema = z
   .object({
     id: z.string().regex(/^[\w.-]{1,64}$/),
     tokenEnv: z.string().regex(ENV_NAME),
-    rights: z.array(z.enum(['read', 'write'])).min(1),
+    rights: z.array(z.enum(RIGHT_NAMES)).min(1),
     servers: z.array(z.string().min(1)).optional(),
     includeTools: z.array(z.string().min(1)).optional(),
     excludeTools: z.array(z.string().min(1)).optional(),

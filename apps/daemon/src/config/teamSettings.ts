@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import { ConfigError } from '@mcpool/protocol';
 import type { Right } from '@mcpool/client';
+import { RIGHT_NAMES } from '../rights.js';
 
 /** How a signed-in user's access token is checked, and what the user may do. */
 export interface UsersSettings {
@@ -95,7 +96,7 @@ export function isTrustworthyUrl(value: string): boolean {
 }
 
 const trustworthyUrl = z.string().refine(isTrustworthyUrl, 'an https:// URL (http:// only on a loopback host)');
-const rights = z.array(z.enum(['read', 'write'])).min(1);
+const rights = z.array(z.enum(RIGHT_NAMES)).min(1);
 
 export const usersSchema = z
   .object({

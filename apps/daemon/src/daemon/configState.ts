@@ -105,7 +105,7 @@ export class ConfigState {
     // The operator's MCP token (`mcpool token`): its principal, the read right only.
     const mcpToken = operatorMcpToken(this.#operatorToken);
     this.#redactor.add(mcpToken);
-    this.#tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['read', 'write'] }, { id: OPERATOR_ID, token: mcpToken, rights: ['read'] }, ...entries]);
+    this.#tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['admin'] }, { id: OPERATOR_ID, token: mcpToken, rights: ['read'] }, ...entries]);
   }
 }
 

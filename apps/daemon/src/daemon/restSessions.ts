@@ -5,6 +5,10 @@
  *   servers per client, injected servers per request);
  * - injection: an injected config is interpolated against no variables (the daemon's environment
  *   never flows into a client's config), and a stdio one needs the write right;
+ * - access: the configured servers a session holds, the tools it lists and the calls it makes
+ *   follow `clients[].servers/includeTools/excludeTools`, by the same rule as `/mcp` ({@link accessOf},
+ *   read at each call, so a reload that narrows a client applies to its open sessions). A server
+ *   the session injected is its own: the lists name configured servers only;
  * - calls through a session's filtered views, and the calls in flight (shutdown cancels them);
  * - the end of a session: DELETE, shutdown, or **idle past `mcpSessionTtlMs`** (the TTL `/mcp`
  *   sessions have), with no call under way: `pool.releaseSession`, so its entries drain when no
@@ -16,9 +20,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import { ErrorCode, PoolError, type McpTransportPool, type PooledConnection, type ServerConfig } from '@mcpool/core';
-import { parseServersDocument } from '@mcpool/protocol';
+import { parseServersDocument, serverForbidden, unknownName } from '@mcpool/protocol';
 import type { CreateSessionRequest, DaemonEventPayload, SessionInfo, SessionServer, ToolCallRequest, ToolCallResponse } from '@mcpool/client';
 import { OPERATOR_ID, type Principal } from '../auth.js';
+import { accessOf, type GatewayAccess } from '../gateway/access.js';
 import type { DaemonMetrics } from '../metrics.js';
 import type { SecretRedactor } from '../secrets.js';
 import { restFailure, type ServerTelemetry } from '../telemetry/serverTelemetry.js';
@@ -38,6 +43,8 @@ interface SessionSlot {
 interface RestSession {
   id: string;
   clientId: string;
+  /** Whom it acts for: what it may use is this principal's access, whoever calls through it. */
+  principal: Principal;
   /** Servers it injected (counted against the client's `maxInjectedServersPerClient` while it is open). */
   injectedCount: number;
   createdAt: string;
@@ -193,12 +200,15 @@ export class RestSessions {
       );
     }
     const configured = this.#config.config.servers;
-    const wanted = request.servers ?? Object.keys(configured);
+    const access = this.#accessOf(principal);
+    const wanted = request.servers ?? Object.keys(configured).filter((name) => access.servers.has(name));
     const injected = request.mcpServers === undefined ? {} : parseServersDocument({ mcpServers: request.mcpServers }, { env: {} }).servers;
+    // A server injected under a configured name is held to that name's access: no way around the lists by naming it again.
+    for (const name of Object.keys(injected)) if (Object.hasOwn(configured, name) && !access.servers.has(name)) throw serverForbidden(name);
     wanted.forEach((name, i) => {
-      if (!Object.hasOwn(configured, name) && !Object.hasOwn(injected, name)) {
-        throw new PoolError(ErrorCode.BAD_REQUEST, `servers[${i}]: no configured server is named ${JSON.stringify(name)}`);
-      }
+      if (Object.hasOwn(injected, name)) return;
+      if (!Object.hasOwn(configured, name)) throw new PoolError(ErrorCode.BAD_REQUEST, `servers[${i}]: no configured server is named ${JSON.stringify(name)}`);
+      if (!access.servers.has(name)) throw serverForbidden(name);
     });
     // Running a command is remote code execution: it takes the write right, whatever the route.
     if (Object.values(injected).some((config) => config.transport === 'stdio') && !principal.rights.has('write')) {
@@ -214,6 +224,7 @@ export class RestSessions {
     const session: RestSession = {
       id: randomUUID(),
       clientId: principal.id,
+      principal,
       injectedCount: Object.keys(injected).length,
       createdAt: new Date(now).toISOString(),
       label: request.label,
@@ -237,7 +248,7 @@ export class RestSessions {
     if (session.closed) throw new PoolError(ErrorCode.CONNECTION_RELEASED, `session ${session.id} was closed while its servers started`);
     this.#logger.debug({ sessionId: session.id, client: principal.id, servers: plan.size }, 'session created');
     this.#publish({ type: 'session_created', sessionId: session.id, clientId: principal.id });
-    return infoOf(session);
+    return this.#info(session);
   }
 
   async #acquireInto(session: RestSession, name: string, config: ServerConfig, injected: boolean): Promise<void> {
@@ -277,19 +288,19 @@ export class RestSessions {
   }
 
   list(): SessionInfo[] {
-    return [...this.#sessions.values()].map(infoOf);
+    return [...this.#sessions.values()].map((session) => this.#info(session));
   }
 
   /** The sessions with the time of their last call (the dashboard shows how recently each was used). */
   listActivity(): (SessionInfo & { lastActivityAt: string })[] {
-    return [...this.#sessions.values()].map((session) => ({ ...infoOf(session), lastActivityAt: new Date(session.lastActivityAt).toISOString() }));
+    return [...this.#sessions.values()].map((session) => ({ ...this.#info(session), lastActivityAt: new Date(session.lastActivityAt).toISOString() }));
   }
 
   /** @throws PoolError NOT_FOUND */
   get(id: string): SessionInfo {
     const session = this.#sessions.get(id);
     if (session === undefined) throw new PoolError(ErrorCode.NOT_FOUND, `no session ${JSON.stringify(id)}`);
-    return infoOf(session);
+    return this.#info(session);
   }
 
   /** Whether `principal` may see the session `id` (its own, or any for the operator). */
@@ -329,6 +340,11 @@ export class RestSessions {
     const session = this.#owned(principal, id);
     const slot = session.servers.get(request.server);
     if (slot === undefined) throw new PoolError(ErrorCode.NOT_FOUND, `session ${id} has no server ${JSON.stringify(request.server)}`);
+    if (!slot.injected) {
+      const access = this.#accessOf(session.principal);
+      if (!access.servers.has(request.server)) throw serverForbidden(request.server);
+      if (!access.allows(request.server, request.name)) throw unknownName('tool', request.name);
+    }
     if (slot.view === undefined) {
       const error = slot.error ?? { code: ErrorCode.SERVER_FAILED, message: 'the server did not start' };
       // Named, so the HTTP edge can say what to do about it (an authorization, for one).
@@ -381,17 +397,28 @@ export class RestSessions {
     return session;
   }
 
+  /** What `principal` may use of the configured servers now (the `/mcp` rule). */
+  #accessOf(principal: Principal): GatewayAccess {
+    return accessOf(principal, this.#config.settings, Object.keys(this.#config.config.servers));
+  }
+
+  #info(session: RestSession): SessionInfo {
+    return infoOf(session, this.#accessOf(session.principal));
+  }
+
   #refused(limit: AdmissionLimit): void {
     this.#metrics.refusals.inc({ limit });
   }
 }
 
-function infoOf(session: RestSession): SessionInfo {
+/** The session as the API shows it: a configured server's tools as its owner's access lets it see them. */
+function infoOf(session: RestSession, access: GatewayAccess): SessionInfo {
   const servers = [...session.servers]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, slot]): SessionServer => {
       if (slot.view === undefined) return { name, injected: slot.injected, status: 'failed', tools: [], ...(slot.error ? { error: { ...slot.error } } : {}) };
-      return { name, injected: slot.injected, status: slot.view.status, entryIndex: slot.view.entryIndex, tools: slot.view.tools.map((tool) => tool.name) };
+      const tools = slot.view.tools.filter((tool) => slot.injected || access.allows(name, tool.name));
+      return { name, injected: slot.injected, status: slot.view.status, entryIndex: slot.view.entryIndex, tools: tools.map((tool) => tool.name) };
     });
   return { id: session.id, clientId: session.clientId, createdAt: session.createdAt, ...(session.label === undefined ? {} : { label: session.label }), servers };
 }

@@ -3,6 +3,7 @@
  * described (a test checks the two lists are equal) with the zod schemas that validate it.
  */
 import { z } from 'zod';
+import type { Right } from '@mcpool/client';
 import { errorBodySchema } from './schemas.js';
 
 export interface RouteResponseDoc {
@@ -16,7 +17,7 @@ export interface RouteDoc {
   method: 'GET' | 'POST' | 'DELETE';
   url: string;
   summary: string;
-  right: 'read' | 'write';
+  right: Right;
   /** Answers without a token (Host and Origin are still checked). */
   public?: boolean;
   body?: z.ZodType;
@@ -81,7 +82,7 @@ export function buildOpenApi(routes: readonly RouteDoc[], version: string): Reco
       title: 'mcpool daemon control API',
       version,
       description:
-        'REST control API of the mcpool daemon. Every route but `/healthz` needs a bearer token; GETs need the `read` right, everything else `write`. Requests with a Host other than loopback (or daemon.allowedHosts) or a foreign Origin get 403.',
+        'REST control API of the mcpool daemon. Every route but `/healthz` needs a bearer token; GETs need the `read` right, sessions `write`, restart, reload and shutdown `admin` (each right includes the ones before it). Requests with a Host other than loopback (or daemon.allowedHosts) or a foreign Origin get 403.',
     },
     servers: [{ url: 'http://127.0.0.1:7070' }],
     security: [{ bearer: [] }],

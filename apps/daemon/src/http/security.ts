@@ -23,6 +23,7 @@ import type { Principal, TokenRegistry } from '../auth.js';
 import { normalizeOrigin } from '../config/daemonConfig.js';
 import { UserTokenRefused, isUserPrincipal, looksLikeJwt, type JwtUsers } from '../users/jwtUsers.js';
 import type { ProtectedResource } from '../users/protectedResource.js';
+import { rightMissing } from '@mcpool/protocol';
 import { DaemonErrorCode, HttpError } from './errors.js';
 
 /** Host names always accepted: the loopback names. */
@@ -194,7 +195,7 @@ export function securityHook(policy: () => SecurityPolicy, tokens: TokenRegistry
     if (!principal.rights.has(right)) {
       const scope = users !== undefined && isUserPrincipal(principal.id) ? users.resource.scopeFor(right) : undefined;
       if (scope !== undefined) reply.header('www-authenticate', users!.resource.challenge(path, { insufficientScope: scope }));
-      throw new HttpError(DaemonErrorCode.FORBIDDEN, `this token lacks the ${right} right`);
+      throw rightMissing(right);
     }
   };
 }

@@ -18,6 +18,7 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { ErrorCode, PoolError } from '@mcpool/protocol';
 import type { Right } from '@mcpool/client';
+import { impliedRights } from '../rights.js';
 import type { Principal } from '../auth.js';
 import type { UsersSettings } from '../config/teamSettings.js';
 
@@ -113,13 +114,12 @@ export class JwtUsers {
   }
 
   #rightsOf(payload: JWTPayload): ReadonlySet<Right> {
-    const rights = new Set<Right>(this.#settings.rights);
+    const rights: Right[] = [...this.#settings.rights];
     const scp = (payload as { scp?: unknown }).scp;
     const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ') : Array.isArray(scp) ? scp.filter((s): s is string => typeof s === 'string') : [];
-    for (const scope of scopes) for (const right of Object.hasOwn(this.#settings.scopeRights, scope) ? this.#settings.scopeRights[scope]! : []) rights.add(right);
-    // write includes read, as for the static tokens
-    if (rights.has('write')) rights.add('read');
-    return rights;
+    for (const scope of scopes) for (const right of Object.hasOwn(this.#settings.scopeRights, scope) ? this.#settings.scopeRights[scope]! : []) rights.push(right);
+    // Each right includes the lower ones, as for the static tokens.
+    return impliedRights(rights);
   }
 
   /** The issuer's key set: from `users.jwksUri`, else from the issuer's metadata (fetched once; a failure is retried by the next request). */
