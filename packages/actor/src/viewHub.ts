@@ -157,6 +157,8 @@ export class ViewHub {
     // A log outside any call takes the outbox's slow lane: nobody waits for it.
     const unasked = notification.method === 'notifications/message';
     if (owner.view === undefined) {
+      // Nobody to send it to is not a notification withheld from anyone.
+      if (this.#views.size === 0) return;
       const principal = this.#onePrincipal(owner.busy > 0);
       if (principal === undefined) {
         this.#dropUnattributed();
