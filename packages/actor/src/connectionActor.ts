@@ -16,7 +16,7 @@ import { TransportLostError, signalGroup } from './transports/processGroupStdioT
 import { spawnThroughSupervisor } from './transports/supervisedChild.js';
 import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
 import { jsonRpcErrorIn } from './transports/jsonRpcErrorBody.js';
-import { UpstreamClosedError, UpstreamRpcError } from './upstreamClient.js';
+import { UpstreamClosedError, UpstreamRpcError, callCancelled } from './upstreamClient.js';
 import { SnapshotStore } from './snapshotStore.js';
 import { ViewHub } from './viewHub.js';
 import { SourceThrottle } from './sourceThrottle.js';
@@ -322,7 +322,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
 
   function mapCallError(error: unknown, cancellable: boolean, signal: AbortSignal, generation: number, conn: ServerConnection): PoolError {
     if (error instanceof PoolError) return error;
-    if (cancellable && signal.aborted) return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
+    if (cancellable && signal.aborted) return callCancelled();
     if (error instanceof UpstreamRpcError) {
       return new PoolError(ErrorCode.UPSTREAM_ERROR, error.message, { data: { mcpCode: error.code, ...(error.data === undefined ? {} : { mcpData: error.data }) } });
     }

@@ -14,6 +14,16 @@ import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { jsonRpcCodeOf } from '@mcpool/protocol/errorCodes';
 import { UpstreamStreamError, type JsonRpcMessage, type OversizedMessage, type UpstreamTransport } from './transports/upstreamTransport.js';
 
+/** What a call gets when `timeoutMs` passes without its answer (or its progress). */
+export function callTimedOut(timeoutMs: number): PoolError {
+  return new PoolError(ErrorCode.CALL_TIMEOUT, `the call timed out after ${timeoutMs} ms`, { data: { timeoutMs } });
+}
+
+/** What a call its caller cancelled gets. */
+export function callCancelled(): PoolError {
+  return new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled');
+}
+
 /** A JSON-RPC error answer from the server. */
 export class UpstreamRpcError extends Error {
   override name = 'UpstreamRpcError';
@@ -129,12 +139,12 @@ class Pending {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       const { timeoutMs } = this.#options;
-      const message = total ? `the call ran past its total bound of ${this.#maxTotal} ms` : `the call timed out after ${timeoutMs} ms`;
-      this.#giveUp(new PoolError(ErrorCode.CALL_TIMEOUT, message, { data: { timeoutMs, ...(total ? { maxTotalTimeoutMs: this.#maxTotal } : {}) } }), message, true);
+      const error = total ? new PoolError(ErrorCode.CALL_TIMEOUT, `the call ran past its total bound of ${this.#maxTotal} ms`, { data: { timeoutMs, maxTotalTimeoutMs: this.#maxTotal } }) : callTimedOut(timeoutMs);
+      this.#giveUp(error, error.message, true);
     }, ms);
   }
 
-  readonly #onAbort = (): void => this.#giveUp(new PoolError(ErrorCode.CALL_CANCELLED, 'the call was cancelled'), 'cancelled by the caller');
+  readonly #onAbort = (): void => this.#giveUp(callCancelled(), 'cancelled by the caller');
 
   #giveUp(error: PoolError, reason: string, timedOut = false): void {
     if (!this.#client.isPending(this)) return;

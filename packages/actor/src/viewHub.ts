@@ -1,16 +1,25 @@
 /**
  * The sessions attached to one actor: a view channel each, the calls each has in flight, and the
  * resources each subscribed to. It forwards the views' requests upstream as the JSON-RPC method
- * they name and decides, in one place ({@link ViewHub.attribute}), which view and which call a
+ * they name and decides, in one place ({@link ViewHub.attribute} and the server-request rule
+ * beside it), which view and which call a
  * message the server sent on its own belongs to:
  * - progress is the call's own (by its token, in the client);
  * - a server→client request (sampling, elicitation, roots) names no call on a legacy connection,
- *   so it is attributed by one rule: when every call in flight on the connection is one view's,
- *   it goes to that view's newest call that takes server requests (or to the view's own handler
- *   when none of its calls takes them); when no call is in flight, or calls of several views
- *   are, it is refused with `serverRequestRefused` (-32601 upstream), never guessed across
- *   sessions. Inside one view "newest" is the one guess left: serialising the calls of tools
- *   that ask would make it certain, and {@link ViewHub.attribute} is where that rule goes;
+ *   so it is made certain by serialising the calls that ask: a tool is learned to ask the first
+ *   time a request comes while a call of it is in flight (whether or not it could be
+ *   attributed), and from then on calls of learned tools run one at a time on the connection
+ *   (the others wait in a {@link CallQueue}, within their own timeout and cancel); other calls
+ *   still run beside them. A request goes, in this order: to the one learned call in flight
+ *   when its tool has asked that method before, whoever else has calls in flight (a tool that
+ *   never asked is taken not to ask); else, when every call in flight is one view's, to that
+ *   view's newest call that takes server requests (or the view's own handler when none of its
+ *   calls takes them); else (no call in flight, or calls of several views and no learned one)
+ *   it is refused with `serverRequestRefused` (-32601 upstream), never guessed across sessions.
+ *   What is left uncertain: the first time a tool asks while other sessions have calls in
+ *   flight, the request is refused (the call fails once, and its tool is learned); and a tool
+ *   that never asked, asking a learned call's method for the first time while that call is in
+ *   flight, has its request taken for that call's;
  * - a notification (logging) goes to that view's newest listening call. It is never sent across
  *   principals: when calls of several views are in flight, or none is, it goes to every view only
  *   when all of those views act for one principal; otherwise nobody can say whose it is, and it is
@@ -30,6 +39,7 @@ import { jsonRpcErrorIn } from './transports/jsonRpcErrorBody.js';
 import { refusesToken, UpstreamHttpError } from './transports/upstreamTransport.js';
 import { UpstreamRpcError, type ProgressPayload } from './upstreamClient.js';
 import { ViewOutbox } from './outbox.js';
+import { CallQueue } from './callQueue.js';
 
 export interface ViewHubDeps {
   /** The live connection and its generation; throws a typed error while there is none. */
@@ -59,6 +69,13 @@ interface ViewState {
   outbox: ViewOutbox;
 }
 
+/**
+ * How many tool names a connection learns as asking: the names come from callers, so a caller
+ * naming tools the server does not have cannot grow the set without bound. A tool past it is
+ * never serialised, and its requests are attributed by the one-view rule alone.
+ */
+const MAX_LEARNED_TOOLS = 1000;
+
 /** Methods a view never sends itself: the actor owns the connection's lifecycle and streams. */
 const RESERVED = new Set(['initialize', 'notifications/initialized', 'server/discover', 'subscriptions/listen']);
 
@@ -69,6 +86,14 @@ export class ViewHub {
   readonly #listening = new WeakSet<RpcHandlerContext>();
   /** Calls whose caller answers the server requests attributed to them, with the number that names each on the view's side. */
   readonly #asking = new WeakMap<RpcHandlerContext, number>();
+  /** The tool each `tools/call` in flight calls. */
+  readonly #tools = new WeakMap<RpcHandlerContext, string>();
+  /** Tools learned to make server→client requests on this connection, with the methods each made. */
+  readonly #askers = new Map<string, Set<string>>();
+  /** Calls of learned tools in flight: one, except just after a tool is learned mid-flight. */
+  readonly #asked = new Map<RpcHandlerContext, { view: ViewState; tool: string }>();
+  /** Calls of learned tools waiting for the one in flight to end. */
+  readonly #queue = new CallQueue();
   readonly #deps: ViewHubDeps;
   /** Numbers the calls, for their progress's coalescing key. */
   #calls = 0;
@@ -136,15 +161,53 @@ export class ViewHub {
     return { view: found, listening, asking };
   }
 
-  /** A request the server sent (sampling, elicitation, roots): to the call {@link attribute} names, through its view. */
+  /** A request the server sent (sampling, elicitation, roots): to the call {@link askerOf} names, through its view. */
   serverRequest(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const owner = this.attribute();
+    const owner = this.#askerOf(method);
     if (owner.view === undefined) {
       const why = owner.busy === 0 ? 'no session has a call in flight' : `${owner.busy} sessions have calls in flight, and the request names none`;
       return Promise.reject(serverRequestRefused(method, why));
     }
     // The view's answer (or its typed refusal) goes upstream as it is.
     return owner.view.channel.request<Record<string, unknown>>('serverRequest', { method, params, call: owner.asking }, { signal, timeoutMs: this.#deps.callTimeoutMs });
+  }
+
+  /**
+   * Whose a server request is: the one learned call in flight, when its tool has asked `method`
+   * before; else whatever {@link attribute} says. Every `tools/call` that could have sent it (the
+   * one view's, or every view's when that is ambiguous) is learned as asking `method`.
+   */
+  #askerOf(method: string): { view: ViewState; asking: number | undefined } | { view: undefined; busy: number } {
+    if (this.#asked.size === 1) {
+      for (const [ctx, call] of this.#asked) {
+        if (this.#askers.get(call.tool)?.has(method)) return { view: call.view, asking: this.#asking.get(ctx) };
+      }
+    }
+    const owner = this.attribute();
+    this.#learn(method, owner.view === undefined ? this.#views.values() : [owner.view]);
+    return owner;
+  }
+
+  #learn(method: string, views: Iterable<ViewState>): void {
+    for (const view of views) {
+      for (const ctx of view.inflight) {
+        const tool = this.#tools.get(ctx);
+        if (tool === undefined) continue;
+        let methods = this.#askers.get(tool);
+        if (methods === undefined) {
+          if (this.#askers.size >= MAX_LEARNED_TOOLS) continue;
+          methods = new Set();
+          this.#askers.set(tool, methods);
+        }
+        methods.add(method);
+        this.#asked.set(ctx, { view, tool });
+      }
+    }
+  }
+
+  /** Starts waiting calls of learned tools while none is in flight (a start that fails leaves none in flight). */
+  #startWaiting(): void {
+    while (this.#asked.size === 0 && this.#queue.startNext());
   }
 
   /**
@@ -248,8 +311,23 @@ export class ViewHub {
     if (typeof args.method !== 'string' || RESERVED.has(args.method)) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, `a session cannot send ${String(args.method)}: the pool owns the connection's lifecycle`);
     }
+    const name = args.method === 'tools/call' ? args.params?.name : undefined;
+    const tool = typeof name === 'string' ? name : undefined;
+    // A call of a tool that asks waits while another such call is in flight, however long its
+    // own timeout lets it (the total bound then counts from when it reaches the server).
+    if (tool !== undefined && this.#askers.has(tool) && (this.#asked.size > 0 || this.#queue.size > 0)) {
+      return this.#queue.enqueue(args.timeoutMs ?? this.#deps.callTimeoutMs, ctx.signal, () => this.#send(state, args, ctx, tool));
+    }
+    return this.#send(state, args, ctx, tool);
+  }
+
+  #send(state: ViewState, args: ViewRequestArgs, ctx: RpcHandlerContext, tool: string | undefined): Promise<unknown> {
     const { conn, generation } = this.#deps.live();
     state.inflight.add(ctx);
+    if (tool !== undefined) {
+      this.#tools.set(ctx, tool);
+      if (this.#askers.has(tool)) this.#asked.set(ctx, { view: state, tool });
+    }
     if (args.wantNotifications) this.#listening.add(ctx);
     if (args.asks !== undefined) this.#asking.set(ctx, args.asks);
     // Progress of one call coalesces under its own key; a call without progress builds none.
@@ -266,6 +344,7 @@ export class ViewHub {
       // What the call produced (its last progress above all) goes out before its answer.
       state.outbox.flush();
       state.inflight.delete(ctx);
+      if (this.#asked.delete(ctx)) this.#startWaiting();
     };
     // The answer is followed with `then`, and only a failure takes the async path that may send
     // the call again: on the call path each frame between the answer and its post costs.
