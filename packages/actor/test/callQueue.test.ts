@@ -36,10 +36,11 @@ describe('call queue', () => {
     const start = vi.fn(async () => 'never');
     const waiting = queue.enqueue(60_000, controller.signal, start);
     expect(vi.getTimerCount()).toBe(1);
+    const settled = waiting.catch((error: unknown) => error);
     controller.abort(new PoolError(ErrorCode.CALL_CANCELLED, 'cancelled by the caller'));
-    await expect(waiting).rejects.toMatchObject({ code: ErrorCode.CALL_CANCELLED, message: 'cancelled by the caller' });
     expect(queue.size).toBe(0);
     expect(vi.getTimerCount()).toBe(0);
+    expect(await settled).toMatchObject({ code: ErrorCode.CALL_CANCELLED, message: 'cancelled by the caller' });
     expect(queue.startNext()).toBe(false);
     expect(start).not.toHaveBeenCalled();
   });
@@ -51,9 +52,9 @@ describe('call queue', () => {
     const waiting = queue.enqueue(500, controller.signal, start);
     const settled = waiting.catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(500);
-    expect(await settled).toMatchObject({ code: ErrorCode.CALL_TIMEOUT, data: { timeoutMs: 500 } });
     expect(queue.size).toBe(0);
     expect(vi.getTimerCount()).toBe(0);
+    expect(await settled).toMatchObject({ code: ErrorCode.CALL_TIMEOUT, data: { timeoutMs: 500 } });
     // Its cancel listener went with it: aborting now changes nothing and starts nothing.
     controller.abort();
     expect(queue.startNext()).toBe(false);

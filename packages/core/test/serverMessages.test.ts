@@ -136,7 +136,8 @@ describe('server messages', () => {
     const progressing = c.callTool('test_tool_with_progress', {}, { onProgress: () => started() });
     await inFlight;
     const sampledA = a.callTool('test_sampling', { prompt: 'held' });
-    await heldA.asked;
+    // (A call that fails instead of asking fails the test at once.)
+    await Promise.race([heldA.asked, sampledA]);
     const sampledB = b.callTool('test_sampling', { prompt: 'queued' });
     // A's client has not answered and B's call waits its turn; C's calls are not held behind them.
     // (Its own short timeout would fail C's call if it were queued.)
@@ -164,7 +165,7 @@ describe('server messages', () => {
     a.setServerRequestHandler(again.handler);
     // Learned; A's next call holds the turn for as long as its client takes.
     const sampledA = a.callTool('test_sampling', { prompt: 'holding' });
-    await again.asked;
+    await Promise.race([again.asked, sampledA]);
 
     const controller = new AbortController();
     const cancelled = b.callTool('test_sampling', { prompt: 'cancelled' }, { signal: controller.signal }).catch((error: unknown) => error);
