@@ -15,6 +15,7 @@ function cancelledBy(signal: AbortSignal): PoolError {
 }
 
 class Waiter {
+  readonly key: unknown;
   readonly #queue: CallQueue;
   readonly #start: () => Promise<unknown>;
   readonly #resolve: (value: unknown) => void;
@@ -22,7 +23,8 @@ class Waiter {
   readonly #signal: AbortSignal | undefined;
   readonly #timer: NodeJS.Timeout;
 
-  constructor(queue: CallQueue, timeoutMs: number, signal: AbortSignal | undefined, start: () => Promise<unknown>, resolve: (value: unknown) => void, reject: (error: unknown) => void) {
+  constructor(key: unknown, queue: CallQueue, timeoutMs: number, signal: AbortSignal | undefined, start: () => Promise<unknown>, resolve: (value: unknown) => void, reject: (error: unknown) => void) {
+    this.key = key;
     this.#queue = queue;
     this.#start = start;
     this.#resolve = resolve;
@@ -63,17 +65,22 @@ export class CallQueue {
     return this.#waiting.length;
   }
 
+  /** The key the oldest waiting call was queued with (undefined when none waits). */
+  get head(): unknown {
+    return this.#waiting[0]?.key;
+  }
+
   /**
-   * Queues a call: `start` runs on its turn, and the returned promise
+   * Queues a call under `key` (whose it is): `start` runs on its turn, and the returned promise
    * settles as the started call does; or it fails when the call times out or is cancelled first.
    */
-  enqueue<T>(timeoutMs: number, signal: AbortSignal | undefined, start: () => Promise<T>): Promise<T> {
+  enqueue<T>(key: unknown, timeoutMs: number, signal: AbortSignal | undefined, start: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (signal?.aborted) {
         reject(cancelledBy(signal));
         return;
       }
-      this.#waiting.push(new Waiter(this, timeoutMs, signal, start, resolve as (value: unknown) => void, reject));
+      this.#waiting.push(new Waiter(key, this, timeoutMs, signal, start, resolve as (value: unknown) => void, reject));
     });
   }
 

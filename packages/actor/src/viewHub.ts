@@ -8,11 +8,12 @@
  * - a server→client request (sampling, elicitation, roots) names no call on a legacy connection,
  *   so it is made certain by serialising the calls that ask: a tool is learned to ask the first
  *   time a request comes while a call of it is in flight (whether or not it could be
- *   attributed), and from then on calls of learned tools run one at a time on the connection
- *   (the others wait in a {@link CallQueue}, within their own timeout and cancel); other calls
- *   still run beside them. A request goes, in this order: to the one learned call in flight
- *   when its tool has asked that method before, whoever else has calls in flight (a tool that
- *   never asked is taken not to ask); else, when every call in flight is one view's, to that
+ *   attributed), and from then on calls of learned tools run for one view at a time on the
+ *   connection (other views' wait in a {@link CallQueue}, within their own timeout and cancel;
+ *   one view's own run together, as one of them may wait on its caller while it makes another);
+ *   other calls still run beside them. A request goes, in this order: to the one view whose
+ *   learned calls are in flight, to its newest one whose tool has asked that method before,
+ *   whoever else has calls in flight (a tool that never asked is taken not to ask); else, when every call in flight is one view's, to that
  *   view's newest call that takes server requests (or the view's own handler when none of its
  *   calls takes them); else (no call in flight, or calls of several views and no learned one)
  *   it is refused with `serverRequestRefused` (-32601 upstream), never guessed across sessions.
@@ -90,7 +91,7 @@ export class ViewHub {
   readonly #tools = new WeakMap<RpcHandlerContext, string>();
   /** Tools learned to make server→client requests on this connection, with the methods each made. */
   readonly #askers = new Map<string, Set<string>>();
-  /** Calls of learned tools in flight: one, except just after a tool is learned mid-flight. */
+  /** Calls of learned tools in flight: one view's, except just after a tool is learned mid-flight. */
   readonly #asked = new Map<RpcHandlerContext, { view: ViewState; tool: string }>();
   /** Calls of learned tools waiting for the one in flight to end. */
   readonly #queue = new CallQueue();
@@ -173,15 +174,16 @@ export class ViewHub {
   }
 
   /**
-   * Whose a server request is: the one learned call in flight, when its tool has asked `method`
-   * before; else whatever {@link attribute} says. Every `tools/call` that could have sent it (the
+   * Whose a server request is: the one view whose learned calls are in flight, at the newest
+   * whose tool has asked `method` before; else whatever {@link attribute} says. Every `tools/call` that could have sent it (the
    * one view's, or every view's when that is ambiguous) is learned as asking `method`.
    */
   #askerOf(method: string): { view: ViewState; asking: number | undefined } | { view: undefined; busy: number } {
-    if (this.#asked.size === 1) {
-      for (const [ctx, call] of this.#asked) {
-        if (this.#askers.get(call.tool)?.has(method)) return { view: call.view, asking: this.#asking.get(ctx) };
-      }
+    const view = this.#askingView();
+    if (view !== undefined) {
+      let asking: RpcHandlerContext | undefined;
+      for (const [ctx, call] of this.#asked) if (this.#askers.get(call.tool)?.has(method)) asking = ctx;
+      if (asking !== undefined) return { view, asking: this.#asking.get(asking) };
     }
     const owner = this.attribute();
     this.#learn(method, owner.view === undefined ? this.#views.values() : [owner.view]);
@@ -205,9 +207,25 @@ export class ViewHub {
     }
   }
 
-  /** Starts waiting calls of learned tools while none is in flight (a start that fails leaves none in flight). */
+  /** The one view whose calls of learned tools are in flight; undefined when none is, or several views' are. */
+  #askingView(): ViewState | undefined {
+    let view: ViewState | undefined;
+    for (const call of this.#asked.values()) {
+      if (view !== undefined && call.view !== view) return undefined;
+      view = call.view;
+    }
+    return view;
+  }
+
+  /** Whether a call of a learned tool from `view` may start now: no other view's such call is in flight. */
+  #mayAsk(view: ViewState): boolean {
+    for (const call of this.#asked.values()) if (call.view !== view) return false;
+    return true;
+  }
+
+  /** Starts waiting calls of learned tools, oldest first, while their turn has come (a start that fails leaves nothing in flight). */
   #startWaiting(): void {
-    while (this.#asked.size === 0 && this.#queue.startNext());
+    while (this.#queue.size > 0 && this.#mayAsk(this.#queue.head as ViewState) && this.#queue.startNext());
   }
 
   /**
@@ -313,10 +331,12 @@ export class ViewHub {
     }
     const name = args.method === 'tools/call' ? args.params?.name : undefined;
     const tool = typeof name === 'string' ? name : undefined;
-    // A call of a tool that asks waits while another such call is in flight, however long its
-    // own timeout lets it (the total bound then counts from when it reaches the server).
-    if (tool !== undefined && this.#askers.has(tool) && (this.#asked.size > 0 || this.#queue.size > 0)) {
-      return this.#queue.enqueue(args.timeoutMs ?? this.#deps.callTimeoutMs, ctx.signal, () => this.#send(state, args, ctx, tool));
+    // A call of a tool that asks waits while another session's such call is in flight, however
+    // long its own timeout lets it (the total bound then counts from when it reaches the server).
+    // One session's own such calls run together: its requests are its own whichever call made
+    // them, and one of its calls may wait on its caller's answer while it makes another.
+    if (tool !== undefined && this.#askers.has(tool) && (this.#queue.size > 0 || !this.#mayAsk(state))) {
+      return this.#queue.enqueue(state, args.timeoutMs ?? this.#deps.callTimeoutMs, ctx.signal, () => this.#send(state, args, ctx, tool));
     }
     return this.#send(state, args, ctx, tool);
   }

@@ -17,8 +17,8 @@ describe('call queue', () => {
   it('starts waiting calls oldest first, each settling as its start does', async () => {
     const queue = new CallQueue();
     const started: string[] = [];
-    const first = queue.enqueue(1_000, undefined, async () => (started.push('first'), 1));
-    const second = queue.enqueue(1_000, undefined, async () => (started.push('second'), 2));
+    const first = queue.enqueue('view', 1_000, undefined, async () => (started.push('first'), 1));
+    const second = queue.enqueue('view', 1_000, undefined, async () => (started.push('second'), 2));
     expect(queue.size).toBe(2);
     expect(queue.startNext()).toBe(true);
     expect(started).toEqual(['first']);
@@ -34,7 +34,7 @@ describe('call queue', () => {
     const queue = new CallQueue();
     const controller = new AbortController();
     const start = vi.fn(async () => 'never');
-    const waiting = queue.enqueue(60_000, controller.signal, start);
+    const waiting = queue.enqueue('view', 60_000, controller.signal, start);
     expect(vi.getTimerCount()).toBe(1);
     const settled = waiting.catch((error: unknown) => error);
     controller.abort(new PoolError(ErrorCode.CALL_CANCELLED, 'cancelled by the caller'));
@@ -49,7 +49,7 @@ describe('call queue', () => {
     const queue = new CallQueue();
     const controller = new AbortController();
     const start = vi.fn(async () => 'never');
-    const waiting = queue.enqueue(500, controller.signal, start);
+    const waiting = queue.enqueue('view', 500, controller.signal, start);
     const settled = waiting.catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(500);
     expect(queue.size).toBe(0);
@@ -65,12 +65,12 @@ describe('call queue', () => {
     const queue = new CallQueue();
     const controller = new AbortController();
     controller.abort();
-    await expect(queue.enqueue(1_000, controller.signal, async () => 'never')).rejects.toMatchObject({ code: ErrorCode.CALL_CANCELLED });
+    await expect(queue.enqueue('view', 1_000, controller.signal, async () => 'never')).rejects.toMatchObject({ code: ErrorCode.CALL_CANCELLED });
     expect(queue.size).toBe(0);
-    const failing = queue.enqueue(1_000, undefined, () => {
+    const failing = queue.enqueue('view', 1_000, undefined, () => {
       throw new PoolError(ErrorCode.NOT_CONNECTED, 'the server is reconnecting');
     });
-    const next = queue.enqueue(1_000, undefined, async () => 'next');
+    const next = queue.enqueue('view', 1_000, undefined, async () => 'next');
     expect(queue.startNext()).toBe(true);
     await expect(failing).rejects.toMatchObject({ code: ErrorCode.NOT_CONNECTED });
     expect(queue.startNext()).toBe(true);
