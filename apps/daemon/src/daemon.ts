@@ -58,6 +58,8 @@ export interface DaemonOptions {
   reloadConfig?: () => Promise<LoadedConfig>;
   /** Where the pool keeps its ledger of owned process groups (crash leftovers are reaped from it at start); `false`: no ledger, no reap. @default the pool's default */
   groupLedgerDir?: string | false;
+  /** Where the pool keeps each server config's catalog (a restarted daemon lists servers from it without starting them). @default in memory only */
+  catalogDir?: string;
   /** Extra pool options (tests shorten timings). */
   poolOptions?: Partial<McpTransportPoolOptions>;
   /** @default '0.0.0' */
@@ -174,6 +176,7 @@ export class Daemon {
         onEvent: (event) => watcher.onPoolEvent(event),
         credentials: this.oauth === undefined ? undefined : configuredGrantsOnly(this.oauth, (name) => this.#config.server(name)),
         groupLedgerDir: options.groupLedgerDir,
+        catalogDir: options.catalogDir,
         overrides: options.poolOptions,
         defaultSharing: this.#sharing.policyOf,
       }),
@@ -270,11 +273,17 @@ export class Daemon {
       settings: this.#config.settings,
       warmError: (name) => this.#warm.lastError(name),
       sharingOf: (config, era) => this.#sharing.decision(config, era),
+      cold: (name) => this.#warm.cold(name),
       ready: this.readiness().ready,
       restSessions: this.sessions.size,
       mcpSessions: this.#mcpSessions(),
       injectedServers: this.sessions.injectedLive(),
     });
+  }
+
+  /** Whether configured server `name` starts on first use (listed from its catalog until then). */
+  startsOnUse(name: string): boolean {
+    return this.#warm.startsOnUse(name);
   }
 
   /** `GET /readyz`: see `daemon/readiness.ts`; never ready while draining. */

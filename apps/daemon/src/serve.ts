@@ -166,6 +166,7 @@ export async function startDaemon(options: StartOptions = {}): Promise<RunningDa
     reloadConfig: reload,
     version: VERSION,
     groupLedgerDir: join(stateDir, 'groups'),
+    catalogDir: join(stateDir, 'catalog'),
     oauthStateDir: stateDir,
     store,
     ...(telemetry ? { telemetry } : {}),

@@ -66,7 +66,7 @@ export async function harness(doc: unknown, options: HarnessOptions = {}): Promi
   const redactor = new SecretRedactor();
   const logger = createLogger({ level: options.logLevel ?? 'warn', destination: memoryDestination(logs), redactor });
   const token = `operator-${randomUUID()}`;
-  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}), ...(options.store === undefined ? {} : { store: options.store }), ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  const daemon = new Daemon({ config, logger, redactor, operatorToken: token, env, reloadConfig: () => loadConfig(source, env), groupLedgerDir: join(dir, 'state', 'groups'), catalogDir: join(dir, 'state', 'catalog'), poolOptions: { shutdownStepMs: 500, ...options.poolOptions }, ...(options.oauth === true ? { oauthStateDir: join(dir, 'state') } : {}), ...(options.store === undefined ? {} : { store: options.store }), ...(options.clock === undefined ? {} : { clock: options.clock }) });
   const app = await buildApp({ daemon, logger, redactor });
   if (options.start !== false) await daemon.start();
   return {

@@ -111,7 +111,10 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     await Promise.race([Promise.allSettled([...pending]), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
     clearTimeout(timer);
   }
-  const store = new SnapshotStore((snapshot) => broadcast('snapshot', snapshot));
+  const store = new SnapshotStore((snapshot) => {
+    broadcast('snapshot', snapshot);
+    emitControl('lists', snapshot);
+  });
 
   function emitControl<K extends keyof ActorEvents>(ev: K, data: ActorEvents[K]): void {
     channel.emit(ev, data);
@@ -119,7 +122,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
 
   function broadcast<K extends keyof ViewEvents>(ev: K, data: ViewEvents[K]): void {
     hub.broadcast(ev, data);
-    // The supervisor hears connection changes too (pool events), but never snapshots.
+    // The supervisor hears connection changes too (pool events); it gets snapshots as `lists`.
     if (ev === 'status') emitControl('connection', data as ViewEvents['status']);
   }
 

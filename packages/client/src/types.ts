@@ -29,7 +29,8 @@ export type McpStatus = 'connected' | 'connecting' | 'disconnected';
  * `unavailable` (its config entry cannot run — a bad field, an unset variable, a command that
  * does not exist — so nothing was started: `lastError` says why, a reload that fixes it starts it).
  */
-export type ServerStatus = EntryStatus | 'auth_required' | 'unavailable';
+/** `cold`: a server started on first use that has not started; sessions list it from its catalog. */
+export type ServerStatus = EntryStatus | 'auth_required' | 'unavailable' | 'cold';
 
 /** One pool entry of a server name. `entryIndex` is opaque and stable; the fingerprint never leaves the daemon. */
 export interface EntrySummaryItem {
@@ -241,7 +242,7 @@ export interface WorkspaceSession {
   listens?: number;
   createdAt: string;
   lastActivityAt: string;
-  servers: { name: string; status: 'connected' | 'connecting' | 'disconnected' | 'failed' | 'released' }[];
+  servers: { name: string; status: 'connected' | 'connecting' | 'disconnected' | 'failed' | 'released' | 'cold' }[];
 }
 
 /** `POST /workspace/sessions/close-idle` body. */

@@ -46,6 +46,7 @@ import { withDeadline } from './deadline.js';
 import { PoolEntry, type EntryKey } from './entry.js';
 import { EntryStarter } from './entryStart.js';
 import { EraCache } from './eraCache.js';
+import { ServerCatalog, changedLists, type CatalogChange, type CatalogRecord } from './catalog.js';
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { SILENT_LOGGER } from './logging.js';
 import { PoolKeys } from './poolKey.js';
@@ -54,6 +55,7 @@ import { buildSnapshot } from './poolSnapshot.js';
 import type { AcquireOptions, DrainAllOptions, DrainAllResult, McpTransportPoolOptions, PoolSnapshot, RestartResult } from './poolTypes.js';
 import type { PooledConnection } from './pooledConnection.js';
 import type { TrippedKey } from './restartIntensity.js';
+import { SessionFilter } from './sessionFilter.js';
 import { SessionIndex } from './sessionIndex.js';
 import { SpawnBackoff, spawnTimeoutFor } from './spawnPolicy.js';
 import { ThreadSupervisor } from './threadSupervisor.js';
@@ -104,6 +106,9 @@ export class McpTransportPool {
   #ledgerRefresh: NodeJS.Timeout | undefined;
   /** Era verdicts by config fingerprint (in the state dir when there is one). */
   readonly #eras: EraCache;
+  /** What each config offers, by fingerprint (in `catalogDir` when the host gives one). */
+  readonly #catalog: ServerCatalog;
+  readonly #catalogListeners = new Set<(change: CatalogChange) => void>();
   #started = false;
   #draining = false;
 
@@ -126,6 +131,7 @@ export class McpTransportPool {
     const stateDir = typeof options.stateDir === 'string' ? options.stateDir : this.#options.reapLeftovers ? defaultStateDir() : undefined;
     this.#ledger = stateDir === undefined ? undefined : new GroupLedger(stateDir);
     this.#eras = new EraCache(stateDir);
+    this.#catalog = new ServerCatalog({ dir: typeof options.catalogDir === 'string' ? options.catalogDir : undefined });
     const { heartbeat } = this.#options;
     this.#supervisor = new ThreadSupervisor(
       { intervalMs: heartbeat.intervalMs, liveness: { misses: heartbeat.misses, timeoutMs: heartbeat.timeoutMs }, intensity: this.#options.restartIntensity, logger: this.#logger },
@@ -332,6 +338,31 @@ export class McpTransportPool {
       }),
     );
     this.#vacated(sessionId);
+  }
+
+  /**
+   * What `config` offered when a connection of it last discovered or changed its lists (this
+   * pool's, or one before it with the same `catalogDir` and mcpool version), or undefined when
+   * none did: a host lists a server from it without starting it. Its tools and prompts are the
+   * ones a view of `cfg` would show (its `includeTools`/`excludeTools` applied, its `trust` on
+   * each tool). `name` only names the config in a config error.
+   */
+  catalogOf(name: string, cfg: ServerConfigInput | ServerConfig | Record<string, unknown>): CatalogRecord | undefined {
+    const config = normalizeServerConfig(cfg, { path: name }).config;
+    const record = this.#catalog.get(fingerprint(config));
+    if (record === undefined) return undefined;
+    const filter = new SessionFilter(sessionFieldsOf(config));
+    return { ...record, tools: filter.tools(record.tools), prompts: filter.prompts(record.prompts) };
+  }
+
+  /**
+   * Calls `listener` whenever a config's catalog lists change from what was recorded before (a
+   * server started or announced `list_changed` with other lists): whoever listed the config from
+   * its catalog was shown stale lists. Returns the function that removes it.
+   */
+  onCatalogChange(listener: (change: CatalogChange) => void): () => void {
+    this.#catalogListeners.add(listener);
+    return () => void this.#catalogListeners.delete(listener);
   }
 
   /** A fresh, plain snapshot: per server name, its entries with refs and status; the budget cell. */
@@ -677,6 +708,20 @@ export class McpTransportPool {
           () => [...this.#entries.values()].filter((other) => other.key.authKey === entry.key.authKey && !other.terminal),
           (holder) => this.#closeEntry(holder, 'auth_required'),
         );
+        return;
+      case 'lists': {
+        const fp = fingerprint(entry.config);
+        const before = this.#catalog.get(fp);
+        const after = this.#catalog.record(fp, data as ActorEvents['lists']);
+        const lists = before === undefined ? [] : changedLists(before, after);
+        if (lists.length === 0) return;
+        for (const listener of [...this.#catalogListeners]) {
+          try {
+            listener({ fingerprint: fp, lists });
+          } catch (error) {
+            this.#logger.warn({ err: error }, 'a catalog listener threw');
+          }
+        }
         return;
       }
       case 'era': {

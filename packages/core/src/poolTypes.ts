@@ -144,6 +144,11 @@ export interface McpTransportPoolOptions {
    */
   stateDir?: string | false;
   /**
+   * Where the pool keeps each server config's catalog (its lists, server info, era: one file per
+   * config fingerprint), so a later pool lists a server without starting it. Unset: in memory only.
+   */
+  catalogDir?: string | false;
+  /**
    * At start (`start()` or the first acquire), SIGKILL the process groups that pools whose process
    * is gone recorded in `stateDir`, when each leader still matches its record (pid, start time,
    * command line: read from `/proc`, so this reaps on Linux only). Turns the ledger on. @default false

@@ -33,6 +33,15 @@ export type SharingPolicy = 'shared' | 'per-workspace' | 'per-principal' | 'per-
 /** Every {@link SharingPolicy}, narrowest sharing last. */
 export const SHARING_POLICIES: readonly SharingPolicy[] = Object.freeze(['shared', 'per-workspace', 'per-principal', 'per-session'] as const);
 
+/**
+ * When a host starts a server: `lazy` on its first use (a server with a catalog is listed from it
+ * until then), `eager` before any client asks.
+ */
+export type StartMode = 'lazy' | 'eager';
+
+/** Every {@link StartMode}. */
+export const START_MODES: readonly StartMode[] = Object.freeze(['lazy', 'eager'] as const);
+
 /** OAuth settings of a remote server (Gemini CLI / Qwen Code `oauth` block). */
 export interface OAuthConfig {
   enabled?: boolean;
@@ -77,6 +86,11 @@ export interface ServerConfig {
    * pool key instead (see `fingerprint.ts`, `POOL_KEY_FIELDS`).
    */
   sharing?: SharingPolicy;
+  /**
+   * When a host starts the server: `lazy`, on first use (listed from its catalog until then),
+   * `eager`, before any client asks. Absent: the host's default. Not hashed (see `HOST_FIELDS`).
+   */
+  start?: StartMode;
   // Per-session fields: each session applies its own; they never split a pool entry.
   includeTools?: string[];
   excludeTools?: string[];
@@ -211,6 +225,7 @@ export const serverConfigSchema = z.object({
     .enum(SHARING_POLICIES as [SharingPolicy, ...SharingPolicy[]])
     .optional()
     .describe(`a sharing policy (${SHARING_POLICIES.join(' | ')})`),
+  start: z.enum(START_MODES as [StartMode, ...StartMode[]]).optional().describe(`a start mode (${START_MODES.join(' | ')})`),
   includeTools: stringArray.optional().describe('an array of tool names'),
   excludeTools: stringArray.optional().describe('an array of tool names'),
   trust: z.boolean().optional().describe('true or false'),
@@ -252,6 +267,8 @@ export interface ServerConfigInput {
   maxMessageBytes?: number | undefined;
   oauth?: OAuthConfig | null | undefined;
   sharing?: SharingPolicy | undefined;
+  /** `lazy`: a host starts the server on first use; `eager`: before any client asks. @default the host's */
+  start?: StartMode | undefined;
   includeTools?: string[] | undefined;
   excludeTools?: string[] | undefined;
   trust?: boolean | undefined;
@@ -614,6 +631,7 @@ function normalizeEntry(
     maxMessageBytes: keep('maxMessageBytes') ? entry.maxMessageBytes : undefined,
     oauth: keep('oauth') ? (entry.oauth ?? undefined) : undefined,
     sharing: entry.sharing,
+    start: entry.start,
     includeTools: entry.includeTools,
     excludeTools: entry.excludeTools,
     trust: entry.trust,

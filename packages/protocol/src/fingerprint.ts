@@ -22,9 +22,17 @@ export const SESSION_FIELDS = Object.freeze(['includeTools', 'excludeTools', 'tr
  */
 export const POOL_KEY_FIELDS = Object.freeze(['sharing'] as const);
 
+/**
+ * Fields the host reads and the pool does not: never hashed, never split an entry. `start` says
+ * when a host starts the server (a lazy one is listed from its catalog until first used), which
+ * changes nothing about the process itself.
+ */
+export const HOST_FIELDS = Object.freeze(['start'] as const);
+
 type SessionField = (typeof SESSION_FIELDS)[number];
 type PoolKeyField = (typeof POOL_KEY_FIELDS)[number];
-type HashedField = Exclude<keyof ServerConfig, SessionField | PoolKeyField>;
+type HostField = (typeof HOST_FIELDS)[number];
+type HashedField = Exclude<keyof ServerConfig, SessionField | PoolKeyField | HostField>;
 
 /** The per-session part of a config. */
 export type SessionConfig = Pick<ServerConfig, SessionField>;

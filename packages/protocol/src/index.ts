@@ -12,11 +12,13 @@ export {
   parseServersDocument,
   serverConfigSchema,
   SHARING_POLICIES,
+  START_MODES,
 } from './config.js';
-export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ParsedServerEntries, ServerConfig, ServerConfigInput, SharingPolicy, TransportKind, TransportSpelling } from './config.js';
+export type { ConfigErrorData, ConfigIssue, ConfigParseOptions, ConfigVariables, ConfigWarning, OAuthConfig, ParsedServerEntries, ServerConfig, ServerConfigInput, SharingPolicy, StartMode, TransportKind, TransportSpelling } from './config.js';
 export {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
+  HOST_FIELDS,
   POOL_KEY_FIELDS,
   SESSION_FIELDS,
   connectionIdOf,

@@ -191,6 +191,11 @@ export interface ActorEvents {
   connection: ViewEvents['status'];
   /** The actor is closed and its child is gone; the worker exits next. */
   closed: { reason: string };
+  /**
+   * The server's lists as a discovery or a list change left them (the same snapshot views get):
+   * the pool keeps them as the config's catalog. Lists change rarely, so this costs little.
+   */
+  lists: ServerSnapshot;
   /** A connection settled its era; `probed` when it came from a probe (a fresh verdict to cache). */
   era: { era: 'legacy' | 'modern'; protocolVersion: string; probed: boolean };
   /** Reading what the server sends on its own is held back (a flood), or runs freely again. */

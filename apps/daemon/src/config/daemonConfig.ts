@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { basename, dirname, resolve } from 'node:path';
-import { ConfigError, parseConfigText, parseServerEntries, type ConfigWarning, type ServerConfig, type TransportKind } from '@mcpool/protocol';
+import { ConfigError, START_MODES, parseConfigText, parseServerEntries, type ConfigWarning, type ServerConfig, type StartMode, type TransportKind } from '@mcpool/protocol';
 import type { BudgetMode, Right } from '@mcpool/client';
 import { builtinConfigDocument } from './defaultConfig.js';
 import { RIGHT_NAMES } from '../rights.js';
@@ -93,6 +93,12 @@ export interface DaemonSettings {
   bodyLimitBytes: number;
   /** Hold one reference on each configured server so it stays up with no session. @default true */
   keepWarm: boolean;
+  /**
+   * When configured servers start: `lazy`, on first use (a server with a catalog is listed to
+   * sessions from it and started by the first request that needs it; one without is started once
+   * to learn it); `eager`, at daemon start. A server's own `start` wins. @default 'eager'
+   */
+  start: StartMode;
   /** SSE heartbeat interval. @default 15000 */
   heartbeatMs: number;
   /** @default 'info' */
@@ -224,6 +230,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   allowedOrigins: [],
   bodyLimitBytes: 256 * 1024,
   keepWarm: true,
+  start: 'eager',
   heartbeatMs: 15_000,
   logLevel: 'info',
   logMaxBytes: 10 * 1024 * 1024,
@@ -283,6 +290,7 @@ export const daemonSectionSchema = z
     allowedOrigins: z.array(z.string().min(1)),
     bodyLimitBytes: z.number().int().min(1024).max(16 * 1024 * 1024),
     keepWarm: z.boolean(),
+    start: z.enum(START_MODES as [StartMode, ...StartMode[]]),
     heartbeatMs: z.number().int().min(10).max(600_000),
     // Accepted so a config written for an older daemon still loads; it has no effect (lifecycle
     // events come from the pool itself) and a warning says so.

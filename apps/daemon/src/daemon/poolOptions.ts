@@ -16,6 +16,8 @@ export interface DaemonPoolWiring {
   credentials?: UpstreamCredentials | undefined;
   /** Where the pool keeps its ledger of owned process groups; `false`: no ledger, no reap. @default the pool's default */
   groupLedgerDir?: string | false | undefined;
+  /** Where the pool keeps its servers' catalogs. @default in memory only */
+  catalogDir?: string | undefined;
   /** Extra pool options, over the settings' (tests shorten timings). */
   overrides?: Partial<McpTransportPoolOptions> | undefined;
   /** The policy of a config without `sharing`, with what the daemon learned. @default {@link daemonDefaultSharing} */
@@ -43,6 +45,7 @@ export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoo
     // A daemon owns its machine's servers: it ends what a crashed run of it left.
     reapLeftovers: wiring.groupLedgerDir !== false,
     ...(wiring.groupLedgerDir === undefined ? {} : { stateDir: wiring.groupLedgerDir }),
+    ...(wiring.catalogDir === undefined ? {} : { catalogDir: wiring.catalogDir }),
     ...wiring.overrides,
   };
 }

@@ -6,6 +6,10 @@
  * brought back after its actor died or after a restart. It keeps the entry of whoever uses a
  * server (see `serverSharing.ts`): the operator's until another client's session uses a
  * per-client server alone, and a shared one once the server's tools show it may be shared.
+ *
+ * A server started on first use (`start: "lazy"`, its own or the daemon's) is never held: with a
+ * catalog of its current config it is ready as it is (cold: sessions list it from the catalog and
+ * start it when a request needs it); without one it is started once to learn it, then released.
  */
 import type { Logger } from 'pino';
 import type { McpTransportPool, PooledConnection, ServerConfig } from '@mcpool/core';
@@ -64,6 +68,18 @@ export class WarmHold {
     return readiness(Object.keys(this.#config.config.servers), (name) => this.#state.get(name), this.#begun, Object.keys(this.#config.config.unavailable).length);
   }
 
+  /** Whether configured server `name` starts on first use (its own `start`, else the daemon's). */
+  startsOnUse(name: string): boolean {
+    const config = this.#config.server(name);
+    return config !== undefined && (config.start ?? this.#config.settings.start) === 'lazy';
+  }
+
+  /** Whether configured server `name` starts on first use and is listed from its catalog meanwhile. */
+  cold(name: string): boolean {
+    const config = this.#config.server(name);
+    return config !== undefined && this.startsOnUse(name) && this.#pool.catalogOf(name, config) !== undefined;
+  }
+
   /** Why the last warm start of `name` failed, while it stands. */
   lastError(name: string): PlainError | undefined {
     return this.#errors.get(name);
@@ -111,7 +127,7 @@ export class WarmHold {
 
   /** Puts the hold of a configured server back after its entry died or was restarted (keepWarm only). */
   async rewarm(name: string): Promise<void> {
-    if (!this.#config.settings.keepWarm || this.#closing() || this.#config.server(name) === undefined) return;
+    if (!this.#config.settings.keepWarm || this.startsOnUse(name) || this.#closing() || this.#config.server(name) === undefined) return;
     // Let the failure settle in the views first (their ports close after the pool's event).
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (this.held(name)) return;
@@ -123,7 +139,14 @@ export class WarmHold {
   async warmOne(name: string): Promise<boolean> {
     const config = this.#config.server(name);
     if (config === undefined || this.#closing()) return false;
-    const keepWarm = this.#config.settings.keepWarm;
+    const lazy = this.startsOnUse(name);
+    if (lazy && this.cold(name)) {
+      // Nothing to start: sessions list it from its catalog until a request needs it.
+      this.#errors.delete(name);
+      this.#state.set(name, 'ready');
+      return true;
+    }
+    const keepWarm = this.#config.settings.keepWarm && !lazy;
     try {
       // The warm hold makes no calls, so it may share the process of a per-principal server with
       // the principal that uses it (the operator's until another client's session uses it alone).
@@ -155,7 +178,7 @@ export class WarmHold {
    */
   #learnSharing(name: string, config: ServerConfig, view: PooledConnection): void {
     this.#sharing.learnTools(config, view.tools);
-    if (config.sharing !== undefined || !this.#config.settings.keepWarm) return;
+    if (config.sharing !== undefined || !this.#config.settings.keepWarm || this.startsOnUse(name)) return;
     const entry = this.#pool.getSnapshot().servers[name]?.entrySummary.find((e) => e.entryIndex === view.entryIndex);
     if (entry === undefined || entry.sharing === this.#sharing.decision(config, entry.era).policy) return;
     this.#logger.info({ server: name, from: entry.sharing }, `${name}: its tools declare they change nothing; moving the warm hold to a shared entry`);
@@ -169,7 +192,7 @@ export class WarmHold {
    * one in use.
    */
   follow(name: string, principal: string): void {
-    if (!this.#config.settings.keepWarm || this.#closing() || this.#sharing.holderOf(name) === principal) return;
+    if (!this.#config.settings.keepWarm || this.startsOnUse(name) || this.#closing() || this.#sharing.holderOf(name) === principal) return;
     const held = this.#views.get(name);
     if (held === undefined || this.#config.server(name) === undefined) return;
     const entry = this.#pool.getSnapshot().servers[name]?.entrySummary.find((e) => e.entryIndex === held.entryIndex);

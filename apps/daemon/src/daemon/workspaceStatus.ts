@@ -1,6 +1,6 @@
 /**
  * `GET /workspace/mcp`: the pool's snapshot seen through the config. Every configured server is
- * listed, running or not, with the error of its last failed start while it stands (an
+ * listed, running or not (`cold`: started on first use, listed from its catalog meanwhile), with the error of its last failed start while it stands (an
  * `unavailable` one with why it cannot run; a running one whose new entry a reload could not
  * apply with that `configProblem`); every running one too, configured or injected. It never holds
  * a fingerprint, an env value or a header.
@@ -18,6 +18,8 @@ export interface WorkspaceFigures {
   warmError: (name: string) => PlainError | undefined;
   /** Who may share a configured server's process, and why (its config's `sharing`, else the default from what is known of it). */
   sharingOf: (config: ServerConfig, era: 'legacy' | 'modern' | undefined) => { policy: SharingPolicy; reason: string };
+  /** Whether configured server `name` starts on first use and has a catalog: not running, it is `cold`. */
+  cold: (name: string) => boolean;
   ready: boolean;
   restSessions: number;
   mcpSessions: number;
@@ -47,7 +49,7 @@ export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
       ...(config ? { sharing: figures.sharingOf(config, live?.entrySummary.find((entry) => entry.era !== undefined)?.era) } : {}),
       ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
     };
-    if (live === undefined) return { ...common, status: cannotRun ? 'unavailable' : lastError ? 'failed' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
+    if (live === undefined) return { ...common, status: cannotRun ? 'unavailable' : lastError ? 'failed' : config !== undefined && figures.cold(name) ? 'cold' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
     return {
       ...common,
       // Entries of an older config may still drain; the configured server itself cannot run.

@@ -132,6 +132,7 @@ export class Gateway {
     this.#modern = new ModernRouter({
       pool: this.#daemon.pool,
       config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
+      startsOnUse: (name) => this.#daemon.startsOnUse(name),
       version: this.#daemon.version,
       logger: this.#logger,
       viewIdleMs: Math.min(settings.mcpSessionTtlMs, 60_000),
@@ -146,6 +147,7 @@ export class Gateway {
     this.#legacy = new LegacySessions({
       pool: this.#daemon.pool,
       config: (name) => (Object.hasOwn(this.#daemon.config.servers, name) ? this.#daemon.config.servers[name] : undefined),
+      startsOnUse: (name) => this.#daemon.startsOnUse(name),
       version: this.#daemon.version,
       logger: this.#logger,
       callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,

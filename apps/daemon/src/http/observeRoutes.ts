@@ -17,7 +17,7 @@ import { parseInput } from './schemas.js';
 export const STDERR_TAIL_DEFAULT_LINES = 50;
 const STDERR_TAIL_MAX_LINES = 100;
 
-const sessionServer = z.object({ name: z.string(), status: z.enum(['connected', 'connecting', 'disconnected', 'failed', 'released']) }).strict();
+const sessionServer = z.object({ name: z.string(), status: z.enum(['connected', 'connecting', 'disconnected', 'failed', 'released', 'cold']) }).strict();
 
 export const workspaceSessionsSchema = z.object({
   sessions: z.array(

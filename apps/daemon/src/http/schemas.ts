@@ -63,7 +63,7 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, where
 
 // --- Responses ----------------------------------------------------------------------------------
 
-const serverStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed', 'auth_required', 'unavailable']);
+const serverStatus = z.enum(['spawning', 'active', 'draining', 'closed', 'failed', 'auth_required', 'unavailable', 'cold']);
 const budgetMode = z.enum(['enforce', 'warn', 'off']);
 const sharingPolicy = z.enum(['shared', 'per-workspace', 'per-principal', 'per-session']);
 const plainError = z.object({ code: z.string(), message: z.string() });

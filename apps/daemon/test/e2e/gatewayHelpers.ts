@@ -40,8 +40,8 @@ export interface DaemonProcess {
   cleanup(): void;
 }
 
-export async function startDaemon(doc: unknown, env: Record<string, string> = {}): Promise<DaemonProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'mcpool-gateway-e2e-'));
+/** `dir`: run in this directory (its state dir kept from a run before, as a restarted daemon's). */
+export async function startDaemon(doc: unknown, env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'mcpool-gateway-e2e-'))): Promise<DaemonProcess> {
   const configPath = join(dir, 'mcpool.json');
   writeFileSync(configPath, JSON.stringify(doc, null, 2));
   // Debug: the tests read per-session lines (opened, closed), which are below info.

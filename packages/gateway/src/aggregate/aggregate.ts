@@ -8,6 +8,12 @@
  * - A view is acquired on first use with the server's current config, the caller's principal
  *   and what its client declared; readiness is awaited. A view that comes after its caller went
  *   away is given back at once (the pool may have released the session before it was indexed).
+ * - A server the host starts on first use and that has a catalog is listed from its catalog (the
+ *   slot is cold: nothing runs for it) until a request needs it (a call, a read, a get, a
+ *   subscription, a completion: {@link Aggregate.viewOf}); then its view replaces the catalog.
+ *   When the pool finds a config's lists changed from its catalog (a start or a `list_changed`
+ *   of its server, for whichever caller), each caller shown that catalog is told those lists
+ *   changed; a server that joins from cold is not announced otherwise.
  * - A server that did not start is tried again on use, at most every {@link RETRY_ACQUIRE_MS};
  *   its failure stays in its slot meanwhile. A view that fails is released and its slot retried
  *   the same way.
@@ -20,7 +26,8 @@
  * - Server→client requests are not wired here: the pool attributes each to a call, and the
  *   front answers it through that call's own `onServerRequest`.
  */
-import { ErrorCode, PoolError, type ConnectionStatus, type Logger, type McpTransportPool, type PooledConnection, type Root, type ServerConfig, type UpstreamNotification, type ViewClientInfo } from '@mcpool/core';
+import { ErrorCode, PoolError, type CatalogChange, type CatalogRecord, type ConnectionStatus, type Logger, type McpTransportPool, type PooledConnection, type Root, type ServerConfig, type UpstreamNotification, type ViewClientInfo } from '@mcpool/core';
+import { fingerprint } from '@mcpool/protocol';
 import { serverUnavailable } from '@mcpool/protocol/refusals';
 import type { GatewayAccess } from './access.js';
 
@@ -42,12 +49,24 @@ export interface Live {
   readonly view: PooledConnection;
 }
 
+/** What a caller's lists read of a server: its live view, or its catalog while it is cold. */
+export type Listing = Pick<CatalogRecord, 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'capabilities' | 'instructions' | 'serverInfo'>;
+
+/** A server the caller's lists show: live, or `cold` (listed from its catalog, not started). */
+export interface Listed {
+  readonly name: string;
+  readonly view: Listing;
+  readonly cold: boolean;
+}
+
 interface Slot {
   readonly name: string;
   view: PooledConnection | undefined;
   error: AcquireFailure | undefined;
   retryAt: number;
   acquiring: Promise<PooledConnection | undefined> | undefined;
+  /** The catalog the caller was last shown while the slot had no view (cold). */
+  shown: Listing | undefined;
   detach: (() => void)[];
 }
 
@@ -83,6 +102,12 @@ export interface AggregateOptions {
    */
   servers?: readonly string[] | undefined;
   events: AggregateEvents;
+  /**
+   * Whether the host starts `name` on first use: with a catalog of its current config in the pool,
+   * the caller is shown the catalog until a request needs the server; without one, the server is
+   * started to learn it. False (or absent): acquired as soon as the caller's lists are read.
+   */
+  startsOnUse?(name: string): boolean;
   /** Told when an acquire of `name` settled (ready or failed): the host's join window for it can close. */
   settled?(name: string): void;
   /**
@@ -101,12 +126,14 @@ export class Aggregate {
   readonly #fixed: Set<string> | undefined;
   /** The caller's roots; undefined while its front has not learnt them. */
   #roots: readonly Root[] | undefined;
+  readonly #offCatalog: () => void;
   #closing: Promise<void> | undefined;
 
   constructor(options: AggregateOptions) {
     this.#options = options;
     this.#roots = options.rootsPending === true ? undefined : [];
     this.scope = options.scope;
+    this.#offCatalog = options.startsOnUse === undefined ? () => undefined : options.pool.onCatalogChange((change) => this.#catalogChanged(change));
     if (options.servers !== undefined) {
       this.#fixed = new Set(options.servers);
       for (const name of [...options.servers].sort()) this.#slot(name);
@@ -134,7 +161,27 @@ export class Aggregate {
     for (const name of this.servers(access)) {
       const slot = this.#slot(name);
       if (slot.view !== undefined) out.push({ name, view: slot.view });
-      else if (now >= slot.retryAt && !this.closed) void this.#acquire(slot);
+      else if (now >= slot.retryAt && !this.closed && this.#coldListing(slot) === undefined) void this.#acquire(slot);
+    }
+    return out;
+  }
+
+  /**
+   * What the caller's lists show of the servers `access` allows: each live view, and the catalog
+   * of each cold server (started by {@link viewOf} when a request needs it). A missing server
+   * without a catalog is acquired in the background, as by {@link live}.
+   */
+  listed(access: GatewayAccess): Listed[] {
+    const live = new Map(this.live(access).map(({ name, view }) => [name, view]));
+    const out: Listed[] = [];
+    for (const name of this.servers(access)) {
+      const view = live.get(name);
+      if (view !== undefined) {
+        out.push({ name, view, cold: false });
+        continue;
+      }
+      const listing = this.#coldListing(this.#slot(name));
+      if (listing !== undefined) out.push({ name, view: listing, cold: true });
     }
     return out;
   }
@@ -158,7 +205,7 @@ export class Aggregate {
       await Promise.all(
         this.servers(access)
           .map((name) => this.#slot(name))
-          .filter((slot) => slot.view === undefined && now >= slot.retryAt)
+          .filter((slot) => slot.view === undefined && now >= slot.retryAt && this.#coldListing(slot) === undefined)
           .map((slot): Promise<unknown> => {
             const acquired = this.#acquire(slot);
             if (deadlineOf === undefined) return acquired;
@@ -236,9 +283,10 @@ export class Aggregate {
   }
 
   /** Each server the caller has met and where its view stands: `connecting` while it is acquired or retried. */
-  states(): { name: string; status: ConnectionStatus | 'connecting' | 'failed'; error?: AcquireFailure }[] {
+  states(): { name: string; status: ConnectionStatus | 'connecting' | 'failed' | 'cold'; error?: AcquireFailure }[] {
     return [...this.#slots.values()].map((slot) => {
       if (slot.view !== undefined) return { name: slot.name, status: slot.view.status };
+      if (slot.acquiring === undefined && this.#coldListing(slot) !== undefined) return { name: slot.name, status: 'cold' };
       if (slot.error === undefined) return { name: slot.name, status: 'connecting' };
       return { name: slot.name, status: 'failed', error: slot.error };
     });
@@ -247,6 +295,7 @@ export class Aggregate {
   /** Stops listening to the views and releases the pool session (every view with it). Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#offCatalog();
       for (const slot of this.#slots.values()) unwire(slot);
       await this.#options.pool.releaseSession(this.#options.poolSessionId).catch((error: unknown) => {
         this.#options.logger?.warn({ poolSessionId: this.#options.poolSessionId, err: error }, 'gateway: releasing a caller’s pool session failed');
@@ -257,14 +306,40 @@ export class Aggregate {
 
   #slot(name: string): Slot {
     let slot = this.#slots.get(name);
-    if (slot === undefined) this.#slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, detach: [] }));
+    if (slot === undefined) this.#slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, shown: undefined, detach: [] }));
     return slot;
+  }
+
+  /**
+   * The catalog the caller is shown for `slot` while it has no view: the current one while it is
+   * cold, the one it was shown while it is acquired from cold.
+   */
+  #coldListing(slot: Slot): Listing | undefined {
+    if (slot.view !== undefined || slot.error !== undefined) return undefined;
+    if (slot.acquiring !== undefined) return slot.shown;
+    if (this.#options.startsOnUse?.(slot.name) !== true) return (slot.shown = undefined);
+    const config = this.#options.config(slot.name);
+    return (slot.shown = config === undefined ? undefined : this.#options.pool.catalogOf(slot.name, config));
+  }
+
+  /** A config's catalog lists changed: the callers shown that catalog are told. */
+  #catalogChanged(change: CatalogChange): void {
+    if (this.closed) return;
+    const kinds = new Set<ListKind>();
+    for (const slot of this.#slots.values()) {
+      if (slot.view !== undefined || slot.shown === undefined) continue;
+      const config = this.#options.config(slot.name);
+      if (config !== undefined && fingerprint(config) === change.fingerprint) for (const kind of change.lists) kinds.add(kind);
+    }
+    for (const kind of kinds) this.#options.events.listChanged(kind);
   }
 
   #acquire(slot: Slot): Promise<PooledConnection | undefined> {
     if (slot.view !== undefined) return Promise.resolve(slot.view);
     // It waits for the roots the front is learning: started without them, it would serve none.
     if (this.#roots === undefined && this.#options.config(slot.name)?.sharing === 'per-workspace') return Promise.resolve(undefined);
+    // A cold server joins without an announcement: what changed from its catalog is told by the pool.
+    const cold = this.#coldListing(slot) !== undefined;
     slot.acquiring ??= (async () => {
       const { pool, poolSessionId, principal, client, logger } = this.#options;
       try {
@@ -279,10 +354,11 @@ export class Aggregate {
           return undefined;
         }
         slot.view = view;
+        slot.shown = undefined;
         slot.error = undefined;
         this.#wire(slot, view);
         this.#options.events.joined?.(slot.name);
-        for (const kind of LIST_KINDS) this.#options.events.listChanged(kind);
+        if (!cold) for (const kind of LIST_KINDS) this.#options.events.listChanged(kind);
         return view;
       } catch (error) {
         slot.error = error instanceof PoolError ? { code: error.code, message: error.message } : { code: ErrorCode.INTERNAL, message: String(error) };

@@ -1,6 +1,7 @@
 /**
  * What a gateway caller sees of its servers, by name, the same in both eras:
- * - lists: every live view of the servers its access allows; tools and prompts the access hides
+ * - lists: every live view of the servers its access allows, and the catalog of each cold one
+ *   (a server started on first use: a request that needs it starts it); tools and prompts the access hides
  *   are left out, and the pool's own `trust` field is not passed on; on the aggregating endpoint
  *   tools and prompts are `<server>__<name>`. One order, whatever order the servers joined in:
  *   by the name the caller sees (tools, prompts), by URI (resources), by URI template
@@ -18,7 +19,7 @@ import { JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { resourceNotFound, unknownName } from '@mcpool/protocol/refusals';
 import { RpcError } from '../rpcErrors.js';
 import type { GatewayAccess } from './access.js';
-import type { Aggregate, Live } from './aggregate.js';
+import type { Aggregate, Listed, Listing } from './aggregate.js';
 import { endpointCapabilities, type EndpointCapabilities } from './capabilities.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
 import { asRecord, type Params } from '../json.js';
@@ -34,7 +35,7 @@ export interface Resolved {
 
 export function listTools(aggregate: Aggregate, access: GatewayAccess): Params[] {
   const qualified = aggregate.scope === undefined;
-  const tools = aggregate.live(access).flatMap(({ name: server, view }) =>
+  const tools = aggregate.listed(access).flatMap(({ name: server, view }) =>
     view.tools.filter((tool) => access.allows(server, tool.name)).map(({ trust: _trust, ...tool }) => (qualified ? { ...tool, name: qualify(server, tool.name) } : tool)),
   );
   return tools.sort(byKey('name'));
@@ -42,18 +43,18 @@ export function listTools(aggregate: Aggregate, access: GatewayAccess): Params[]
 
 export function listPrompts(aggregate: Aggregate, access: GatewayAccess): Params[] {
   const qualified = aggregate.scope === undefined;
-  const prompts = aggregate.live(access).flatMap(({ name: server, view }) =>
+  const prompts = aggregate.listed(access).flatMap(({ name: server, view }) =>
     view.prompts.filter((prompt) => access.allows(server, prompt.name)).map((prompt) => (qualified ? { ...prompt, name: qualify(server, prompt.name) } : prompt)),
   );
   return prompts.sort(byKey('name'));
 }
 
 export function listResources(aggregate: Aggregate, access: GatewayAccess): Params[] {
-  return aggregate.live(access).flatMap(({ view }) => view.resources).sort(byKey('uri'));
+  return aggregate.listed(access).flatMap(({ view }) => view.resources).sort(byKey('uri'));
 }
 
 export function listResourceTemplates(aggregate: Aggregate, access: GatewayAccess): Params[] {
-  return aggregate.live(access).flatMap(({ view }) => view.resourceTemplates).sort(byKey('uriTemplate'));
+  return aggregate.listed(access).flatMap(({ view }) => view.resourceTemplates).sort(byKey('uriTemplate'));
 }
 
 /**
@@ -72,22 +73,22 @@ export async function resolveName(aggregate: Aggregate, access: GatewayAccess, k
   return { server: found.server, name: found.name, view };
 }
 
-/** The server a resource URI belongs to, and its view. @throws the resource-not-found refusal. */
+/** The server a resource URI belongs to, and its view (a cold server is started). @throws the resource-not-found refusal. */
 export async function resolveUri(aggregate: Aggregate, access: GatewayAccess, uri: string): Promise<{ server: string; view: PooledConnection }> {
   if (aggregate.scope !== undefined) {
     const [server] = aggregate.servers(access);
     if (server === undefined) throw resourceNotFound(uri);
     return { server, view: await aggregate.viewOf(server) };
   }
-  const candidates = aggregate.live(access).filter(({ view }) => view.capabilities.resources !== undefined);
-  const found: Live | undefined =
+  const candidates = aggregate.listed(access).filter(({ view }) => view.capabilities.resources !== undefined);
+  const found: Listed | undefined =
     candidates.find(({ view }) => ownsUri(view, uri, false)) ?? candidates.find(({ view }) => ownsUri(view, uri, true)) ?? (candidates.length === 1 ? candidates[0] : undefined);
   if (found === undefined) throw resourceNotFound(uri);
-  return { server: found.name, view: found.view };
+  return { server: found.name, view: await aggregate.viewOf(found.name) };
 }
 
 /** Whether `view` lists `uri` (or, `byTemplate`, has a template matching it). */
-export function ownsUri(view: PooledConnection, uri: string, byTemplate = true): boolean {
+export function ownsUri(view: Listing, uri: string, byTemplate = true): boolean {
   if (view.resources.some((resource) => resource.uri === uri)) return true;
   return byTemplate && view.resourceTemplates.some((template) => templateMatches(template.uriTemplate, uri));
 }
@@ -119,12 +120,12 @@ export async function resolveCompletion(
 
 /** The capabilities of the servers the caller may use (`joining`: a server of the endpoint is still starting). */
 export function capabilitiesOf(aggregate: Aggregate, access: GatewayAccess, joining = false): EndpointCapabilities {
-  return endpointCapabilities(aggregate.scope === undefined, aggregate.live(access).map(({ view }) => view.capabilities), joining);
+  return endpointCapabilities(aggregate.scope === undefined, aggregate.listed(access).map(({ view }) => view.capabilities), joining);
 }
 
 /** Each server's instructions under its name (the aggregating endpoint), or the one server's own. */
 export function instructionsOf(aggregate: Aggregate, access: GatewayAccess): string | undefined {
-  const live = aggregate.live(access);
+  const live = aggregate.listed(access);
   if (aggregate.scope !== undefined) return live[0]?.view.instructions;
   const merged = live
     .filter(({ view }) => view.instructions)
@@ -135,7 +136,7 @@ export function instructionsOf(aggregate: Aggregate, access: GatewayAccess): str
 
 /** The endpoint's `serverInfo`: the server's own on its endpoint, mcpool's on the aggregating one. */
 export function serverInfoOf(aggregate: Aggregate, access: GatewayAccess, version: string): Params {
-  const own = aggregate.scope === undefined ? undefined : aggregate.live(access)[0]?.view.serverInfo;
+  const own = aggregate.scope === undefined ? undefined : aggregate.listed(access)[0]?.view.serverInfo;
   return own ?? { name: 'mcpool', version };
 }
 

@@ -76,6 +76,8 @@ export interface LegacySessionsOptions {
   config(name: string): ServerConfig | undefined;
   /** `serverInfo.version` of the aggregating endpoint. */
   version: string;
+  /** Whether the host starts `name` on first use (listed from its catalog until then). @default never */
+  startsOnUse?(name: string): boolean;
   /** Silent unless given. */
   logger?: Logger | undefined;
   /** How long a server→client request waits for the client's answer, read per request. @default 60000 */
@@ -220,6 +222,7 @@ export class LegacySession {
     this.#aggregate = new Aggregate({
       pool: options.pool,
       config: (name) => options.config(name),
+      startsOnUse: (name) => options.startsOnUse?.(name) === true,
       poolSessionId: this.poolSessionId,
       principal: init.principal,
       scope: init.scope,
@@ -286,7 +289,7 @@ export class LegacySession {
   }
 
   /** Each server of the session and where its view stands. */
-  get serverStates(): { name: string; status: ConnectionStatus | 'connecting' | 'failed'; error?: AcquireFailure }[] {
+  get serverStates(): { name: string; status: ConnectionStatus | 'connecting' | 'failed' | 'cold'; error?: AcquireFailure }[] {
     return this.#aggregate.states();
   }
 

@@ -27,7 +27,7 @@ export interface ModernHoldInfo {
   active: number;
   /** Open `subscriptions/listen` streams. */
   listens: number;
-  servers: { name: string; status: ConnectionStatus | 'connecting' | 'failed' }[];
+  servers: { name: string; status: ConnectionStatus | 'connecting' | 'failed' | 'cold' }[];
   /** The MCP client its first request named (`_meta` client info), when it named one. */
   clientInfo?: { name: string; version: string } | undefined;
 }
@@ -35,6 +35,8 @@ export interface ModernHoldInfo {
 export interface HoldsOptions {
   pool: McpTransportPool;
   config(name: string): ServerConfig | undefined;
+  /** Whether the host starts `name` on first use (listed from its catalog until then). @default never */
+  startsOnUse?(name: string): boolean;
   /** How long a hold stays without a request, a call or a listen. */
   idleMs: number;
   /** Told when an acquire of `name` settled (the host's join window for it can close). */
@@ -66,6 +68,7 @@ export class Hold {
     this.aggregate = new Aggregate({
       pool: options.pool,
       config: (name) => options.config(name),
+      startsOnUse: (name) => options.startsOnUse?.(name) === true,
       poolSessionId: `mcp-modern:${this.id}`,
       principal,
       scope,

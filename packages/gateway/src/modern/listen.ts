@@ -67,12 +67,13 @@ export class Listens {
       if (refused !== undefined) return refusalAnswer(id, refused);
     }
     const listen: Listen = { id, kinds, uris: new Set(), stream: new MessageStream() };
-    const live = this.#aggregate.live(access);
+    // A cold server that owns a URI is started: the subscription needs it.
+    const listed = this.#aggregate.listed(access);
     for (const uri of wanted) {
-      const owner = live.find(({ view }) => (view.capabilities.resources as { subscribe?: unknown } | undefined)?.subscribe === true && ownsUri(view, uri));
+      const owner = listed.find(({ view }) => (view.capabilities.resources as { subscribe?: unknown } | undefined)?.subscribe === true && ownsUri(view, uri));
       if (owner === undefined) continue;
       try {
-        await owner.view.subscribeResource(uri);
+        await (await this.#aggregate.viewOf(owner.name)).subscribeResource(uri);
         listen.uris.add(uri);
       } catch (error) {
         this.#logger?.debug({ uri, err: error }, 'modern gateway: a listen subscription was not honoured');

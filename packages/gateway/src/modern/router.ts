@@ -54,6 +54,8 @@ export interface ModernRouterOptions {
   config(name: string): ServerConfig | undefined;
   /** `serverInfo.version` of the aggregating endpoint. */
   version: string;
+  /** Whether the host starts `name` on first use (listed from its catalog until then). @default never */
+  startsOnUse?(name: string): boolean;
   /** Silent unless given. */
   logger?: Logger;
   /** How long a (principal, endpoint)'s views stay acquired without a request or listen. @default 60000 */
@@ -96,7 +98,7 @@ export class ModernRouter {
   #closed = false;
 
   constructor(options: ModernRouterOptions) {
-    this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), viewAcquired: (name, principal) => options.viewAcquired?.(name, principal), logger: options.logger });
+    this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), startsOnUse: (name) => options.startsOnUse?.(name) === true, idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), viewAcquired: (name, principal) => options.viewAcquired?.(name, principal), logger: options.logger });
     this.#continuations = new Continuations({ graceMs: options.continuationGraceMs });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
