@@ -64,6 +64,7 @@ export type {
   ServerSnapshot,
   SessionTool,
   SharingPolicy,
+  StartMode,
   ToolInfo,
   TransportKind,
   TransportSpelling,

@@ -5,6 +5,7 @@ import { ErrorCode, PoolError } from '../src/errors.js';
 import {
   DEFAULT_POOLED_TRANSPORTS,
   HASHED_FIELDS,
+  HOST_FIELDS,
   POOL_KEY_FIELDS,
   SESSION_FIELDS,
   connectionIdOf,
@@ -38,6 +39,7 @@ const full: Required<ServerConfig> = {
   maxMessageBytes: 64 * 1024 * 1024,
   oauth: { enabled: true, clientId: 'id', scopes: ['read', 'write'] },
   sharing: 'shared',
+  start: 'eager',
   includeTools: ['a'],
   excludeTools: ['b'],
   trust: false,
@@ -58,6 +60,7 @@ const changed: Required<ServerConfig> = {
   maxMessageBytes: 1024 * 1024,
   oauth: { enabled: true, clientId: 'id', scopes: ['read'] },
   sharing: 'per-session',
+  start: 'lazy',
   includeTools: ['c'],
   excludeTools: ['d'],
   trust: true,
@@ -174,7 +177,7 @@ describe('fingerprint', () => {
 });
 
 describe('field classification', () => {
-  const classes: readonly (readonly string[])[] = [HASHED_FIELDS, SESSION_FIELDS, POOL_KEY_FIELDS];
+  const classes: readonly (readonly string[])[] = [HASHED_FIELDS, SESSION_FIELDS, POOL_KEY_FIELDS, HOST_FIELDS];
   const classified = new Set<string>(classes.flat());
 
   it('hashes, declares per-session or folds into the pool key every field, each in one class only', () => {
@@ -202,6 +205,12 @@ describe('field classification', () => {
 
   // The pool appends these to the fingerprint itself (core's pool tests show they split entries).
   it.each(POOL_KEY_FIELDS)('changing pool-key field %s keeps the fingerprint', (field) => {
+    expect(fingerprint({ ...full, [field]: changed[field] })).toBe(fingerprint(full));
+    expect(fingerprint({ ...full, [field]: undefined })).toBe(fingerprint(full));
+  });
+
+  // Read by the host (when to start the server), never by the pool.
+  it.each(HOST_FIELDS)('changing host field %s keeps the fingerprint', (field) => {
     expect(fingerprint({ ...full, [field]: changed[field] })).toBe(fingerprint(full));
     expect(fingerprint({ ...full, [field]: undefined })).toBe(fingerprint(full));
   });
