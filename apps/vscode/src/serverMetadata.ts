@@ -5,10 +5,9 @@
  * opened for them, and the daemon keeps one set of views for all of one token's stateless
  * callers, so ten windows asking cost the daemon what one does.
  *
- * Today the daemon answers from the live server (listing a server that is not running starts
- * it). A daemon that keeps a catalog answers the same requests from it without starting
- * anything; this reader does not change for that. Another source (a catalog route) would be
- * another {@link MetadataSource}.
+ * The daemon answers a server started on first use (`start: "lazy"`) from its catalog, without
+ * starting it, and any other from the live server; this reader is the same for both. Another
+ * source (a catalog route) would be another {@link MetadataSource}.
  */
 import { McpoolHttpError, McpoolRequestError, type McpoolClient } from '@mcpool/client';
 import { ErrorCode, isErrorCode } from '@mcpool/protocol/errorCodes';

@@ -107,6 +107,9 @@ describe('lazy start from the catalog, across daemon restarts', () => {
     const modernTarget = { base: d.url, token: d.token };
     const modernNames = (responseOf(await modernRequest(modernTarget, 'tools/list')).result as { tools: { name: string }[] }).tools.map((tool) => tool.name);
     expect(modernNames).toEqual(expect.arrayContaining(expected));
+    // A server's own endpoint, as an editor reads its metadata before it connects.
+    const own = responseOf(await modernRequest(modernTarget, 'tools/list', {}, { path: '/mcp/dual' })).result as { tools: { name: string }[] };
+    expect(own.tools.map((tool) => tool.name)).toContain('echo');
     status = await statusOf(d);
     expect(Object.values(status).map((server) => server.status)).toEqual(['cold', 'cold', 'cold']);
     expect(pidsWithMarker(mark)).toEqual([]);
