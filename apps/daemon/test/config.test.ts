@@ -102,6 +102,12 @@ describe('the daemon section', () => {
     );
   });
 
+  it('starts servers eagerly unless daemon.start (or a server’s own start) says lazy, and refuses another mode', () => {
+    expect(DEFAULT_SETTINGS.start).toBe('eager');
+    expect(resolveSettings({ daemon: { start: 'lazy' } }, {}).start).toBe('lazy');
+    expect(configError(() => resolveSettings({ daemon: { start: 'sometimes' } }, {})).data.issues.map((issue) => issue.path)).toEqual(['daemon.start']);
+  });
+
   it('names the variable of a bad override, never its value', () => {
     const error = configError(() => resolveSettings({}, { MCPOOL_PORT: 'eighty', MCPOOL_BUDGET_MODE: 'strict' }));
     expect(error.data.issues.map((issue) => issue.path).sort()).toEqual(['env.MCPOOL_BUDGET_MODE', 'env.MCPOOL_PORT']);
