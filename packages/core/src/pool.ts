@@ -709,6 +709,7 @@ export class McpTransportPool {
           (holder) => this.#closeEntry(holder, 'auth_required'),
         );
         return;
+      }
       case 'lists': {
         const fp = fingerprint(entry.config);
         const before = this.#catalog.get(fp);
