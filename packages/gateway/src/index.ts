@@ -13,6 +13,8 @@
 export { classifyEra } from './era.js';
 export type { EraVerdict, RequestHeaders } from './era.js';
 export type { GatewayAccess } from './aggregate/access.js';
+export type { AcquireFailure } from './aggregate/aggregate.js';
+export type { Params } from './json.js';
 export { qualify } from './aggregate/naming.js';
 
 // 2025-11-25: a session per client.

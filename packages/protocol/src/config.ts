@@ -57,7 +57,7 @@ export interface OAuthConfig {
 }
 
 /**
- * One normalized server entry (what {@link normalizeServerConfig} returns; the transport is
+ * One normalized server entry (what `normalizeServerConfig` returns; the transport is
  * resolved). To write a config, use {@link ServerConfigInput}. Absent fields are omitted (never
  * present as `undefined`).
  * Which fields define the shared connection and which are per-session is declared in
@@ -241,7 +241,7 @@ export type TransportSpelling = TransportKind | 'streamable-http' | 'streamableH
 /**
  * A server entry as users write it: a Claude/Cursor/Gemini `mcpServers` entry or a VS Code
  * `servers` entry, every field optional (`type`/`transport` is inferred from `command` or `url`).
- * This is what `McpTransportPool.acquire` takes; {@link normalizeServerConfig} turns it into a
+ * This is what `McpTransportPool.acquire` takes; `normalizeServerConfig` turns it into a
  * {@link ServerConfig}.
  *
  * @example

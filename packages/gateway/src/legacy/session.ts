@@ -48,8 +48,8 @@ import { RpcCode, RpcError, stringParam, toRpcError, upstreamMessage, type Reque
 import { isLogLevel, passes, UpstreamLogLevels, type LogLevel } from './logLevels.js';
 import { droppedMarker, SESSION_STALL_MS, SessionOutbox } from './outbox.js';
 import { LegacyWire, type LegacyEndpoint, type LegacyRequestContext } from './wire.js';
+import type { Params } from '../json.js';
 
-type Params = Record<string, unknown>;
 
 /** Upstream notifications delivered through other paths (never forwarded raw). */
 const HANDLED_ELSEWHERE = new Set([
