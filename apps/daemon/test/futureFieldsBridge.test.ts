@@ -113,10 +113,7 @@ describe.each([
     expect(sent).toEqual(directReceived);
   }, LONG);
 
-  // Expected to fail until the `/mcp` gateway forwards a call's params whole: today it sends the
-  // server a call's `name` and `arguments` only, so `requestedOutputs` (SEP-3279) and any param a
-  // later revision adds are lost on the way (the gateway's rewrite carries them).
-  it.fails("a call's params mcpool does not know (requestedOutputs) reach the server as sent", { retry: 0 }, async () => {
+  it("a call's params mcpool does not know (requestedOutputs) reach the server as sent", async () => {
     const called = await client.request(3, 'tools/call', CALL_WITH_UNKNOWN);
     const { _meta: _added, ...sent } = (called.result as { received: Record<string, unknown> }).received;
     expect(sent).toEqual(CALL_WITH_UNKNOWN);

@@ -22,7 +22,7 @@ import type { GatewayAccess } from './access.js';
 import type { Aggregate, Listed, Listing } from './aggregate.js';
 import { endpointCapabilities, type EndpointCapabilities } from './capabilities.js';
 import { qualify, splitQualified, templateMatches } from './naming.js';
-import { asRecord, type Params } from '../json.js';
+import { asRecord, forwardedParams, type Params } from '../json.js';
 
 
 /** A name as the caller asked for it, and what it resolved to. */
@@ -104,7 +104,7 @@ export async function resolveCompletion(
   access: GatewayAccess,
   params: Params,
 ): Promise<{ server: string; view: PooledConnection; params: Params; asked: { kind: 'prompt'; name: string } | undefined; named: string }> {
-  const { _meta: _caller, ...body } = params;
+  const body = forwardedParams(params);
   const ref = asRecord(body.ref) ?? {};
   if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
     const asked = ref.name;

@@ -46,6 +46,7 @@ import { ErrorCode, JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { BridgeErrorCode, errorResponse, idKey, isMessage, isNotification, isRequest, isResponse, type JsonRpcMessage, type RequestId } from './jsonRpc.js';
 import type { BridgeLogger, Era } from './options.js';
+import { forwardedParams, type Params } from '../json.js';
 
 /** The modern protocol revisions the bridge serves. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -225,7 +226,7 @@ export class ModernFront {
     const meta = metaOf(message);
     if (meta === undefined) return { ...message };
     const kept = Object.fromEntries(Object.entries(meta).filter(([name]) => !MODERN_ONLY_META.includes(name)));
-    const { _meta: _dropped, ...params } = message.params as Record<string, unknown>;
+    const params = forwardedParams(message.params as Params);
     return { ...message, params: Object.keys(kept).length > 0 ? { ...params, _meta: kept } : params };
   }
 

@@ -48,7 +48,7 @@ import { RpcCode, RpcError, stringParam, toRpcError, upstreamMessage, type Reque
 import { isLogLevel, passes, UpstreamLogLevels, type LogLevel } from './logLevels.js';
 import { droppedMarker, SESSION_STALL_MS, SessionOutbox } from './outbox.js';
 import { LegacyWire, type LegacyEndpoint, type LegacyRequestContext } from './wire.js';
-import type { Params } from '../json.js';
+import { forwardedParams, type Params } from '../json.js';
 
 
 /** Upstream notifications delivered through other paths (never forwarded raw). */
@@ -429,12 +429,12 @@ export class LegacySession {
         const requested: RequestedName = { kind: 'prompt', name: asked };
         return this.#run(context, `prompt ${asked}`, requested, async (options) => {
           const { view, name } = await resolveName(aggregate, access, 'prompt', asked);
-          return view.getPrompt(name, params.arguments as Record<string, string> | undefined, options);
+          return view.request('prompts/get', { ...forwardedParams(params), name }, options);
         });
       }
       case 'resources/read': {
         const uri = stringParam(params, 'uri');
-        return this.#run(context, `resources/read ${uri}`, undefined, async (options) => (await resolveUri(aggregate, access, uri)).view.readResource(uri, options));
+        return this.#run(context, `resources/read ${uri}`, undefined, async (options) => (await resolveUri(aggregate, access, uri)).view.request('resources/read', forwardedParams(params), options));
       }
       case 'resources/subscribe':
       case 'resources/unsubscribe':
@@ -458,7 +458,7 @@ export class LegacySession {
       const result = await this.#run(context, `tool ${asked}`, { kind: 'tool', name: asked }, async (options) => {
         const resolved = await resolveName(this.#aggregate, access, 'tool', asked);
         server = resolved.server;
-        return resolved.view.callTool(resolved.name, params.arguments as Params | undefined, options);
+        return resolved.view.request('tools/call', { ...forwardedParams(params), name: resolved.name }, options);
       });
       ok = true;
       return result;

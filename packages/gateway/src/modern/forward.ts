@@ -19,7 +19,7 @@ import { headerValue, type RequestHeaders } from '../era.js';
 import { failureAnswer, shapeResult, Sink, type ModernAnswer, type RequestId } from './answers.js';
 import { Continuations, type Binding } from './continuations.js';
 import type { Hold, Holds } from './holds.js';
-import { asRecord, type Params } from '../json.js';
+import { asRecord, forwardedParams, type Params } from '../json.js';
 
 
 /** One routed request, as its handler sees it. */
@@ -53,7 +53,7 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
     refuse(sink, ctx.id);
     return sink.settled;
   }
-  const { _meta: _dropped, ...body } = params;
+  const body = forwardedParams(params);
   const { progressToken, ...meta } = ctx.meta;
   // Trace context of the HTTP request, when the caller put none in `_meta`.
   for (const name of ['traceparent', 'tracestate'] as const) {
