@@ -16,6 +16,7 @@ export type { GatewayAccess } from './aggregate/access.js';
 export type { AcquireFailure } from './aggregate/aggregate.js';
 export type { Params } from './json.js';
 export { qualify } from './aggregate/naming.js';
+export { CALL_TOOL, SEARCH_ENDPOINT, SEARCH_TOOL, SEARCH_VIEW_TOOLS } from './aggregate/search.js';
 
 // 2025-11-25: a session per client.
 export { LegacySession, LegacySessions } from './legacy/session.js';

@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { isInitializeRequest, type InitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ViewClientInfo } from '@mcpool/core';
 import { ErrorCode, draining, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverForbidden, serverNotRunnable, serverUnavailable, shuttingDown, type PoolError } from '@mcpool/protocol';
-import { LegacySessions, ModernRouter, RpcCode, classifyEra, refusalBody, rpcErrorBody, writeModernAnswer, type LegacyOperation, type LegacySession, type ModernAnswer } from '@mcpool/gateway';
+import { LegacySessions, ModernRouter, RpcCode, SEARCH_ENDPOINT, classifyEra, refusalBody, rpcErrorBody, writeModernAnswer, type LegacyOperation, type LegacySession, type ModernAnswer } from '@mcpool/gateway';
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
@@ -85,6 +85,14 @@ export function gatewayRefusalBody(code: ErrorCode, message: string): { jsonrpc:
 
 /** Methods the endpoint refuses with 405 (GET, POST and DELETE are the wire's). */
 const OTHER_METHODS = ['PUT', 'PATCH', 'HEAD', 'OPTIONS'] as const;
+
+/** Which `/mcp` endpoint a request is on: the aggregating one, a server's (`scope`), or the tool-search view. */
+interface Endpoint {
+  scope: string | undefined;
+  search: boolean;
+}
+const AGGREGATING: Endpoint = Object.freeze({ scope: undefined, search: false });
+const SEARCH: Endpoint = Object.freeze({ scope: undefined, search: true });
 
 export class Gateway {
   readonly #daemon: Daemon;
@@ -266,8 +274,10 @@ export class Gateway {
   register(app: FastifyInstance): void {
     const bodyLimit = this.#daemon.settings.mcpBodyLimitBytes;
     const config = { right: 'read' as const, anonymous: true };
-    for (const url of ['/mcp', '/mcp/:server']) {
-      const scopeOf = (request: FastifyRequest): string | undefined => (url === '/mcp' ? undefined : (request.params as { server: string }).server);
+    // `/mcp/~search` is a static route: it wins over `/mcp/:server`.
+    for (const url of ['/mcp', `/mcp/${SEARCH_ENDPOINT}`, '/mcp/:server']) {
+      const endpointOf = (request: FastifyRequest): Endpoint =>
+        url === '/mcp' ? AGGREGATING : url === `/mcp/${SEARCH_ENDPOINT}` ? SEARCH : { scope: (request.params as { server: string }).server, search: false };
       app.route({
         method: 'POST',
         url,
@@ -275,10 +285,10 @@ export class Gateway {
         config,
         handler: (request, reply) => {
           this.#countCall(request, reply);
-          return this.#post(request, reply, scopeOf(request));
+          return this.#post(request, reply, endpointOf(request));
         },
       });
-      app.route({ method: ['GET', 'DELETE'], url, config, handler: (request, reply) => this.#withSession(request, reply, scopeOf(request)) });
+      app.route({ method: ['GET', 'DELETE'], url, config, handler: (request, reply) => this.#withSession(request, reply, endpointOf(request)) });
       app.route({
         method: [...OTHER_METHODS],
         url,
@@ -317,14 +327,15 @@ export class Gateway {
 
   // --- Routes -----------------------------------------------------------------------------------
 
-  async #post(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
-    if (typeof request.headers['mcp-session-id'] === 'string') return this.#withSession(request, reply, scope);
+  async #post(request: FastifyRequest, reply: FastifyReply, endpoint: Endpoint): Promise<unknown> {
+    if (typeof request.headers['mcp-session-id'] === 'string') return this.#withSession(request, reply, endpoint);
+    const { scope, search } = endpoint;
     const body = request.body;
     if (!isInitialize(body)) {
       // Not the legacy handshake and no legacy session: a 2026-07-28 request is served statelessly.
       const verdict = classifyEra('POST', request.headers, body);
       if (verdict.era === 'reject') return reply.code(verdict.status).send(verdict.body);
-      if (verdict.era === 'modern') return this.#modernPost(request, reply, scope);
+      if (verdict.era === 'modern') return this.#modernPost(request, reply, endpoint);
       return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: no Mcp-Session-Id header (only an initialize request may come without one)'));
     }
     // The wire would refuse these too, but only after the servers were acquired.
@@ -352,6 +363,7 @@ export class Gateway {
         ...(this.#daemon.cluster === undefined ? {} : { id: this.#daemon.cluster.mintSessionId(principal.id) }),
         principal: principal.id,
         scope,
+        search,
         servers,
         access: () => accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers)),
         client: declaredClient(body.params),
@@ -412,7 +424,7 @@ export class Gateway {
   }
 
   /** A 2026-07-28 request: routed once, answered as JSON, or as SSE when something streams before the result. */
-  async #modernPost(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
+  async #modernPost(request: FastifyRequest, reply: FastifyReply, { scope, search }: Endpoint): Promise<unknown> {
     const principal = request.principal!;
     if (this.#closed || !this.#daemon.accepting) return this.#refuse(reply, shuttingDown('the daemon'));
     const access = accessOf(principal, this.#daemon.settings, Object.keys(this.#daemon.config.servers));
@@ -422,7 +434,7 @@ export class Gateway {
     raw.once('close', () => {
       if (!raw.writableFinished) gone.abort();
     });
-    const answer = await this.#modern.handle({ message: request.body, headers: request.headers, caller: { principal: principal.id, scope, access }, signal: gone.signal });
+    const answer = await this.#modern.handle({ message: request.body, headers: request.headers, caller: { principal: principal.id, scope, search, access }, signal: gone.signal });
     if (gone.signal.aborted) {
       if (answer.kind === 'stream') answer.stream.end();
       return reply;
@@ -497,12 +509,12 @@ export class Gateway {
     return reply.code(httpStatusOf(refusal.code)).send(refusalBody(refusal));
   }
 
-  async #withSession(request: FastifyRequest, reply: FastifyReply, scope: string | undefined): Promise<unknown> {
+  async #withSession(request: FastifyRequest, reply: FastifyReply, { scope, search }: Endpoint): Promise<unknown> {
     const id = request.headers['mcp-session-id'];
     if (typeof id !== 'string') return reply.code(400).send(rpcErrorBody(RpcCode.SERVER_ERROR, 'Bad Request: Mcp-Session-Id header is required'));
     const session = this.#sessions.get(id);
     // Another principal's session, or one opened on another endpoint, does not exist for this request.
-    if (session === undefined || session.closed || session.principal !== request.principal!.id || session.scope !== scope) {
+    if (session === undefined || session.closed || session.principal !== request.principal!.id || session.scope !== scope || session.search !== search) {
       return reply.code(404).send(rpcErrorBody(RpcCode.SESSION_NOT_FOUND, 'Session not found'));
     }
     await this.#handOver(session, request, reply);

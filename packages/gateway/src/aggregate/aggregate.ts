@@ -94,6 +94,8 @@ export interface AggregateOptions {
   principal: string;
   /** `/mcp/<server>`: that one server, unprefixed; undefined for the aggregating endpoint. */
   scope: string | undefined;
+  /** The aggregating endpoint's servers behind the tool-search view's two tools (`search.ts`). @default false */
+  search?: boolean | undefined;
   /** What the caller's client declared about itself: each view carries it upstream. */
   client: ViewClientInfo | undefined;
   /**
@@ -121,6 +123,8 @@ export interface AggregateOptions {
 
 export class Aggregate {
   readonly scope: string | undefined;
+  /** The tool-search view: its tools are the two of `search.ts`; servers, prompts and resources the aggregating endpoint's. */
+  readonly search: boolean;
   readonly #options: AggregateOptions;
   readonly #slots = new Map<string, Slot>();
   readonly #fixed: Set<string> | undefined;
@@ -133,6 +137,7 @@ export class Aggregate {
     this.#options = options;
     this.#roots = options.rootsPending === true ? undefined : [];
     this.scope = options.scope;
+    this.search = options.scope === undefined && options.search === true;
     this.#offCatalog = options.startsOnUse === undefined ? () => undefined : options.pool.onCatalogChange((change) => this.#catalogChanged(change));
     if (options.servers !== undefined) {
       this.#fixed = new Set(options.servers);

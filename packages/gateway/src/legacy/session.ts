@@ -41,7 +41,8 @@ import {
 import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import type { GatewayAccess } from '../aggregate/access.js';
 import { Aggregate, LIST_KINDS, type AcquireFailure, type ListKind } from '../aggregate/aggregate.js';
-import { capabilitiesOf, instructionsOf, listPrompts, listResources, listResourceTemplates, listTools, resolveCompletion, resolveName, resolveUri, serverInfoOf } from '../aggregate/directory.js';
+import { capabilitiesOf, instructionsOf, listPrompts, listResources, listResourceTemplates, resolveCompletion, resolveName, resolveUri, serverInfoOf } from '../aggregate/directory.js';
+import { endpointTools, resolveToolCall } from '../aggregate/search.js';
 import type { EndpointCapabilities } from '../aggregate/capabilities.js';
 import { takesServerRequests, undeclared } from '../clientCapabilities.js';
 import { RpcCode, RpcError, stringParam, toRpcError, upstreamMessage, type RequestedName } from '../rpcErrors.js';
@@ -113,6 +114,8 @@ export interface LegacySessionInit {
   principal: string;
   /** `/mcp/<server>`: that server only, unprefixed; undefined for the aggregating endpoint. */
   scope: string | undefined;
+  /** The aggregating endpoint's servers behind the tool-search view's two tools. @default false */
+  search?: boolean | undefined;
   /** The servers of the session, chosen at `initialize` (the principal's, or the scope). */
   servers: readonly string[];
   /** What the principal may use, read per request: a narrowed client is narrowed on its next one. */
@@ -167,6 +170,8 @@ export class LegacySession {
   readonly poolSessionId: string;
   readonly principal: string;
   readonly scope: string | undefined;
+  /** Opened on the tool-search view. */
+  readonly search: boolean;
   /** When it was opened (ms since the epoch). */
   readonly createdAt = Date.now();
   /** Last time a request arrived or ended. */
@@ -205,6 +210,7 @@ export class LegacySession {
     this.poolSessionId = `mcp:${this.id}`;
     this.principal = init.principal;
     this.scope = init.scope;
+    this.search = init.scope === undefined && init.search === true;
     this.#logger = options.logger;
     this.#takesServerRequests = takesServerRequests(init.client?.capabilities);
     this.#takesRoots = undeclared('roots/list', init.client?.capabilities, 'the client') === undefined;
@@ -226,6 +232,7 @@ export class LegacySession {
       poolSessionId: this.poolSessionId,
       principal: init.principal,
       scope: init.scope,
+      search: this.search,
       client: init.client,
       servers: init.servers,
       logger: options.logger,
@@ -415,7 +422,7 @@ export class LegacySession {
     const aggregate = this.#aggregate;
     switch (method) {
       case 'tools/list':
-        return { tools: listTools(aggregate, access) };
+        return { tools: endpointTools(aggregate, access) };
       case 'prompts/list':
         return { prompts: listPrompts(aggregate, access) };
       case 'resources/list':
@@ -456,9 +463,10 @@ export class LegacySession {
     let ok = false;
     try {
       const result = await this.#run(context, `tool ${asked}`, { kind: 'tool', name: asked }, async (options) => {
-        const resolved = await resolveName(this.#aggregate, access, 'tool', asked);
-        server = resolved.server;
-        return resolved.view.request('tools/call', { ...forwardedParams(params), name: resolved.name }, options);
+        const call = await resolveToolCall(this.#aggregate, access, params);
+        if (call.kind === 'answer') return call.result;
+        server = call.resolved.server;
+        return call.resolved.view.request('tools/call', call.params, options);
       });
       ok = true;
       return result;

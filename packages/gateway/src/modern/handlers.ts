@@ -19,12 +19,12 @@ import {
   listPrompts,
   listResources,
   listResourceTemplates,
-  listTools,
   resolveCompletion,
   resolveName,
   resolveUri,
   serverInfoOf,
 } from '../aggregate/directory.js';
+import { endpointTools, resolveToolCall } from '../aggregate/search.js';
 import { stringParam } from '../rpcErrors.js';
 import { listResult, refusalAnswer, result, type ModernAnswer } from './answers.js';
 import type { Continuations } from './continuations.js';
@@ -85,24 +85,30 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
         _meta: { [MODERN_META.serverInfo]: serverInfoOf(aggregate, ctx.access, deps.version) },
       });
     },
-    'tools/list': listing('tools', listTools),
+    'tools/list': listing('tools', endpointTools),
     'prompts/list': listing('prompts', listPrompts),
     'resources/list': listing('resources', listResources),
     'resources/templates/list': listing('resourceTemplates', listResourceTemplates),
     'tools/call': async (ctx) => {
-      const asked = stringParam(ctx.params, 'name');
-      const { server, name, view } = await resolveName(ctx.hold.aggregate, ctx.access, 'tool', asked);
-      const schema = view.tools.find((tool) => tool.name === name)?.inputSchema;
-      const mismatch = paramHeaderMismatch(schema, asRecord(ctx.params.arguments) ?? {}, ctx.headers);
-      if (mismatch !== undefined) return refusalAnswer(ctx.id, { code: ErrorCode.HEADER_MISMATCH, message: `Bad Request: the request headers and body disagree: ${mismatch}` });
+      // A search reads every server's list, as a list request does.
+      if (ctx.hold.aggregate.search) await joined(ctx);
+      const call = await resolveToolCall(ctx.hold.aggregate, ctx.access, ctx.params);
+      if (call.kind === 'answer') return result(ctx.id, { ...call.result, resultType: 'complete' });
+      const { resolved, asked } = call;
+      // The Mcp-Param-* headers mirror the arguments of the tool the request names (a search view's call_tool declares none).
+      if (!ctx.hold.aggregate.search) {
+        const schema = resolved.view.tools.find((tool) => tool.name === resolved.name)?.inputSchema;
+        const mismatch = paramHeaderMismatch(schema, asRecord(ctx.params.arguments) ?? {}, ctx.headers);
+        if (mismatch !== undefined) return refusalAnswer(ctx.id, { code: ErrorCode.HEADER_MISMATCH, message: `Bad Request: the request headers and body disagree: ${mismatch}` });
+      }
       const started = performance.now();
       let ok = false;
       try {
-        const answer = await forward(continuations, holds, ctx, view, 'tools/call', { ...ctx.params, name }, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, name: asked });
+        const answer = await forward(continuations, holds, ctx, resolved.view, 'tools/call', call.params, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, name: asked });
         ok = true;
         return answer;
       } finally {
-        deps.observeCall?.(server, ok, (performance.now() - started) / 1000);
+        deps.observeCall?.(resolved.server, ok, (performance.now() - started) / 1000);
       }
     },
     'prompts/get': async (ctx) => {

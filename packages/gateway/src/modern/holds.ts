@@ -64,6 +64,7 @@ export class Hold {
     readonly client: ViewClientInfo | undefined,
     options: HoldsOptions,
     onIdle: (hold: Hold) => void,
+    search = false,
   ) {
     this.aggregate = new Aggregate({
       pool: options.pool,
@@ -72,6 +73,7 @@ export class Hold {
       poolSessionId: `mcp-modern:${this.id}`,
       principal,
       scope,
+      search,
       client,
       logger: options.logger,
       settled: (name) => options.joined?.(name),
@@ -109,12 +111,12 @@ export class Holds {
     return count;
   }
 
-  /** The hold of (principal, endpoint), made on first use; in use until {@link leave}. */
-  enter(principal: string, scope: string | undefined, meta: Params): Hold {
-    const key = `${principal}\u0000${scope ?? ''}`;
+  /** The hold of (principal, endpoint), made on first use; in use until {@link leave}. `search`: the endpoint is the tool-search view. */
+  enter(principal: string, scope: string | undefined, meta: Params, search = false): Hold {
+    const key = `${principal}\u0000${scope ?? ''}\u0000${search ? 'search' : ''}`;
     let hold = this.#holds.get(key);
     if (hold === undefined) {
-      hold = new Hold(key, principal, scope, declared(meta), this.#options, (idle) => this.#idle(idle));
+      hold = new Hold(key, principal, scope, declared(meta), this.#options, (idle) => this.#idle(idle), search);
       this.#holds.set(key, hold);
     }
     clearTimeout(hold.timer);

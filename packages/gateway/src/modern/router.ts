@@ -35,6 +35,8 @@ export interface ModernCaller {
   principal: string;
   /** `/mcp/<server>`: that one server, unprefixed; undefined for the aggregating endpoint. */
   scope: string | undefined;
+  /** The aggregating endpoint's servers behind the tool-search view's two tools. @default false */
+  search?: boolean | undefined;
   access: GatewayAccess;
 }
 
@@ -178,7 +180,7 @@ export class ModernRouter {
     if (this.#closed) return refusalAnswer(id, shuttingDown('the gateway'));
 
     const { principal, scope, access } = request.caller;
-    const hold = this.#holds.enter(principal, scope, meta);
+    const hold = this.#holds.enter(principal, scope, meta, request.caller.search === true);
     try {
       return await handler({ id, params, meta, headers: request.headers, principal, access, hold, signal: request.signal });
     } catch (error) {
