@@ -94,8 +94,26 @@ function words(name: string): string {
     .toLowerCase();
 }
 
-/** Ranks the tools `access` lets the caller see on the aggregate's servers by `query`. */
-export function searchTools(aggregate: Aggregate, access: GatewayAccess, query: string, limit: number): FoundTool[] {
+/** A caller's index, kept while the tools it was built from stay the same. */
+interface Indexed {
+  signature: string;
+  index: MiniSearch<Document>;
+  byId: Map<string, { tool: Params; server: string }>;
+}
+
+/** One index per caller (its aggregate): building one over 250 tools costs tens of ms, searching it one. */
+const indexes = new WeakMap<Aggregate, Indexed>();
+
+/** Short words every description has; fuzzy matching is for words long enough to be misspelt. */
+const STOP_WORDS = new Set(['a', 'an', 'and', 'for', 'from', 'in', 'of', 'on', 'or', 'the', 'to', 'with']);
+const SEARCH_OPTIONS = {
+  prefix: true,
+  fuzzy: (term: string) => (term.length > 4 ? 0.2 : false),
+  combineWith: 'OR',
+  boost: { words: 3, title: 2, server: 1.5, args: 1.2 },
+} as const;
+
+function indexOf(aggregate: Aggregate, access: GatewayAccess): Indexed {
   const servers = aggregate.servers(access);
   const byId = new Map<string, { tool: Params; server: string }>();
   const documents: Document[] = [];
@@ -114,9 +132,27 @@ export function searchTools(aggregate: Aggregate, access: GatewayAccess, query: 
       args: Object.keys(properties).map(words).join(' '),
     });
   }
-  const index = new MiniSearch<Document>({ fields: ['words', 'server', 'title', 'description', 'args'], storeFields: [] });
+  const signature = JSON.stringify(documents);
+  const kept = indexes.get(aggregate);
+  if (kept?.signature === signature) return { ...kept, byId };
+  const index = new MiniSearch<Document>({
+    fields: ['words', 'server', 'title', 'description', 'args'],
+    storeFields: [],
+    processTerm: (term) => {
+      const lower = term.toLowerCase();
+      return STOP_WORDS.has(lower) ? null : lower;
+    },
+  });
   index.addAll(documents);
-  const hits = index.search(query, { prefix: true, fuzzy: 0.2, combineWith: 'OR', boost: { words: 3, title: 2, server: 1.5, args: 1.2 } });
+  const indexed = { signature, index, byId };
+  indexes.set(aggregate, indexed);
+  return indexed;
+}
+
+/** Ranks the tools `access` lets the caller see on the aggregate's servers by `query`. */
+export function searchTools(aggregate: Aggregate, access: GatewayAccess, query: string, limit: number): FoundTool[] {
+  const { index, byId } = indexOf(aggregate, access);
+  const hits = index.search(query, SEARCH_OPTIONS);
   return hits.slice(0, limit).map((hit) => {
     const { tool, server } = byId.get(String(hit.id))!;
     return {
