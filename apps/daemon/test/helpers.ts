@@ -21,6 +21,8 @@ export interface Harness {
   logs: string[];
   /** Rewrites the config file (for reloads). */
   writeConfig(doc: unknown): void;
+  /** Listens on 127.0.0.1, a free port; answers the base URL. */
+  listen(): Promise<string>;
   /** `app.inject` with the operator token (unless `token: null`) and a loopback Host. */
   request(options: InjectOptions & { token?: string | null }): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
@@ -78,6 +80,10 @@ export async function harness(doc: unknown, options: HarnessOptions = {}): Promi
     env,
     logs,
     writeConfig,
+    listen: async () => {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    },
     request: ({ token: given, headers, ...rest }) =>
       app.inject({
         ...rest,

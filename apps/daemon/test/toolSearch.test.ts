@@ -18,28 +18,22 @@ import { connectClient, modernRequest, responseOf } from './gatewayHelpers.js';
 
 const mark = marker('tool-search');
 const LIMITED = `limited-${randomUUID()}`;
-
+/** Two servers; a client limited to one of them, with one of its tools excluded. */
+const CONFIG = {
+  mcpServers: { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }), lookups: fixtureConfig('readOnlyTools.mjs', mark, { sharing: 'shared' }) },
+  daemon: { clients: [{ id: 'limited', tokenEnv: 'TS_LIMITED', rights: ['write'], servers: ['echo'], excludeTools: ['echo__env'] }] },
+};
+const sdkClients: Client[] = [];
 let h: Harness;
 let base: string;
-const clients: Client[] = [];
 
 beforeAll(async () => {
-  h = await harness(
-    {
-      mcpServers: {
-        echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }),
-        lookups: fixtureConfig('readOnlyTools.mjs', mark, { sharing: 'shared' }),
-      },
-      daemon: { clients: [{ id: 'limited', tokenEnv: 'TS_LIMITED', rights: ['write'], servers: ['echo'], excludeTools: ['echo__env'] }] },
-    },
-    { env: { TS_LIMITED: LIMITED }, marks: [mark] },
-  );
-  await h.app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  h = await harness(CONFIG, { env: { TS_LIMITED: LIMITED }, marks: [mark] });
+  base = await h.listen();
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.allSettled(clients.map((client) => client.close()));
+  await Promise.allSettled(sdkClients.map((client) => client.close()));
   await h?.close();
 });
 
@@ -53,7 +47,7 @@ interface Caller {
 
 async function legacyCaller(path: string, token: string): Promise<Caller> {
   const { client } = await connectClient(`${base}${path}`, token);
-  clients.push(client);
+  sdkClients.push(client);
   return {
     list: async () => (await client.listTools()).tools,
     call: async (name, args) => {
