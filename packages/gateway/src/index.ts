@@ -24,7 +24,7 @@ export type { LegacyOperation, LegacySessionInit, LegacySessionsOptions } from '
 export type { LegacyParams, LegacyRequestContext, LegacyRequestId } from './legacy/wire.js';
 
 // 2026-07-28: stateless requests.
-export { MODERN_PROTOCOL_VERSIONS, ModernRouter } from './modern/router.js';
+export { continuationIdOf, MODERN_PROTOCOL_VERSIONS, ModernRouter } from './modern/router.js';
 export type { ModernCaller, ModernRequest, ModernRouterOptions } from './modern/router.js';
 export type { ModernAnswer } from './modern/answers.js';
 export type { ModernHoldInfo } from './modern/holds.js';

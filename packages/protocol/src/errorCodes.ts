@@ -66,6 +66,12 @@ export const ErrorCode = {
   SERVER_REQUEST_REFUSED: 'MCPOOL_SERVER_REQUEST_REFUSED',
   /** No server of the endpoint has this resource URI (MCP's "resource not found"; -32602 in 2026-07-28). */
   RESOURCE_NOT_FOUND: 'MCPOOL_RESOURCE_NOT_FOUND',
+  /**
+   * The replica of a cluster that holds the call this `requestState` continues cannot be reached
+   * (it stopped or died): the call is lost and its outcome unknown. Send the request again
+   * without `requestState` and `inputResponses` to start it anew.
+   */
+  CONTINUATION_LOST: 'MCPOOL_CONTINUATION_LOST',
 
   // --- A server entry ------------------------------------------------------------------------
   /** Starting the server (spawn, connect, initialize, discovery) failed. */
@@ -273,6 +279,7 @@ export const HTTP_STATUS = Object.freeze({
   [ErrorCode.MESSAGE_TOO_LARGE]: 502,
   [ErrorCode.UPSTREAM_UNAVAILABLE]: 502,
   [ErrorCode.SERVER_REQUEST_REFUSED]: 502,
+  [ErrorCode.CONTINUATION_LOST]: 502,
   [ErrorCode.RESOURCE_NOT_FOUND]: 404,
   [ErrorCode.SPAWN_FAILED]: 502,
   [ErrorCode.SPAWN_TIMEOUT]: 504,
@@ -345,6 +352,7 @@ export const JSON_RPC_CODE = Object.freeze({
   [ErrorCode.MESSAGE_TOO_LARGE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.UPSTREAM_UNAVAILABLE]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SERVER_REQUEST_REFUSED]: JsonRpcCode.METHOD_NOT_FOUND,
+  [ErrorCode.CONTINUATION_LOST]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.RESOURCE_NOT_FOUND]: JsonRpcCode.RESOURCE_NOT_FOUND,
   [ErrorCode.SPAWN_FAILED]: JsonRpcCode.SERVER_ERROR,
   [ErrorCode.SPAWN_TIMEOUT]: JsonRpcCode.SERVER_ERROR,

@@ -37,6 +37,7 @@ export {
   noSuchServer,
   refusalOf,
   requestStateRefused,
+  continuationLost,
   rightMissing,
   resourceNotFound,
   serverForbidden,

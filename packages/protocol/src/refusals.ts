@@ -9,6 +9,7 @@
  * | --- | --- | --- | --- |
  * | a server→client request nobody can take | `SERVER_REQUEST_REFUSED` | 502 | -32601 |
  * | a `requestState` that continues no call of this gateway | `INVALID_ARGUMENT` | 400 | -32602 |
+ * | a `requestState` whose call is held by a replica that cannot be reached | `CONTINUATION_LOST` | 502 | -32000 |
  * | a tool or prompt the caller may not see, or that does not exist | `TOOL_NOT_ALLOWED` | 403 | -32602 |
  * | a resource URI no server of the endpoint has | `RESOURCE_NOT_FOUND` | 404 | -32002 (-32602 in 2026-07-28) |
  * | a server of the endpoint that is not available | the failure's own (`SPAWN_FAILED`, …) | 502–504 | -32000 |
@@ -28,6 +29,7 @@ import { PoolError } from './errors.js';
 export type RefusalKind =
   | 'serverRequest'
   | 'requestState'
+  | 'continuationLost'
   | 'unknownName'
   | 'resourceNotFound'
   | 'serverUnavailable'
@@ -68,6 +70,19 @@ export const REQUEST_STATE_REFUSAL =
 
 export function requestStateRefused(): PoolError {
   return refusal('requestState', ErrorCode.INVALID_ARGUMENT, REQUEST_STATE_REFUSAL);
+}
+
+/**
+ * A `requestState` minted by another replica of a cluster, which cannot be reached: the call it
+ * continues went with that replica. Unlike {@link requestStateRefused} this says what happened,
+ * as the state was sealed by the cluster and names its replica: nothing a caller could probe.
+ */
+export function continuationLost(): PoolError {
+  return refusal(
+    'continuationLost',
+    ErrorCode.CONTINUATION_LOST,
+    'The gateway replica holding the call this requestState continues is gone: the call is lost and its outcome unknown; send the request again without requestState and inputResponses',
+  );
 }
 
 /**

@@ -31,11 +31,17 @@ export class Forwarder {
     this.#options = options;
   }
 
-  /** Sends `req` on to `base` and writes the owner's answer on `res`. Resolves when the answer is over. */
-  forward(req: IncomingMessage, res: ServerResponse, base: string): Promise<void> {
+  /**
+   * Sends `req` on to `base` and writes the owner's answer on `res`. Resolves when the answer is over.
+   * @param sent.body the request's body as it came, when it was read already (a route that needed it)
+   * @param sent.ownerGone the answer when the owner cannot be reached, instead of the forwarder's
+   */
+  forward(req: IncomingMessage, res: ServerResponse, base: string, sent: { body?: string; ownerGone?: (res: ServerResponse) => void } = {}): Promise<void> {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     headers[FORWARDED_BY] = this.#options.replicaId;
+    if (sent.body !== undefined) headers['content-length'] = String(Buffer.byteLength(sent.body));
+    const ownerGone = sent.ownerGone ?? this.#options.ownerGone;
     return new Promise<void>((resolve) => {
       let answered = false;
       const outgoing = httpRequest(`${base}${req.url ?? '/'}`, { method: req.method, headers, agent: this.#agent });
@@ -61,7 +67,7 @@ export class Forwarder {
       });
       outgoing.once('error', () => {
         clearTimeout(connectTimer);
-        if (!answered && !res.headersSent) this.#options.ownerGone(res);
+        if (!answered && !res.headersSent) ownerGone(res);
         else res.destroy();
         resolve();
       });
@@ -69,7 +75,8 @@ export class Forwarder {
       res.once('close', () => {
         if (!res.writableFinished) outgoing.destroy();
       });
-      req.pipe(outgoing);
+      if (sent.body === undefined) req.pipe(outgoing);
+      else outgoing.end(sent.body);
     });
   }
 

@@ -151,6 +151,8 @@ export class Gateway {
       // A held listen stream costs what a legacy session does: it counts against the same caps.
       admitListen: (principal) => this.#admission(principal),
       viewAcquired: (name, principal) => this.#daemon.serverUsed(name, principal),
+      // A replica seals itself into the calls it holds for a retry, so any replica can send the retry here.
+      ...(this.#daemon.cluster === undefined ? {} : { mintContinuationId: (principal: string) => this.#daemon.cluster!.mintSessionId(principal) }),
     });
     this.#legacy = new LegacySessions({
       pool: this.#daemon.pool,

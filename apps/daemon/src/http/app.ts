@@ -38,9 +38,7 @@ import { eventStreamHandler } from './sse.js';
 import { registerDashboard, sessionCookie } from './dashboard.js';
 import { UiSessions } from './uiSessions.js';
 import { JwtUsers } from '../users/jwtUsers.js';
-import { FORWARDED_BY, SERVED_BY } from '../cluster/cluster.js';
-import { Forwarder } from '../cluster/forward.js';
-import { RpcCode, rpcErrorBody } from '@mcpool/gateway';
+import { keepBody, routeToOwners } from '../cluster/routing.js';
 import { METADATA_PATH, ProtectedResource } from '../users/protectedResource.js';
 import { cameOverLocalSocket } from './localSocket.js';
 
@@ -301,6 +299,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (request.method === 'DELETE' && body === '') return done(null, undefined);
+    if (daemon.cluster !== undefined) keepBody(request.raw, body as string);
     void parseJson(request, body as string, done);
   });
   limitConnectionsPerAddress(app.server, settings.maxConnectionsPerAddress, logger.child({ component: 'http' }));
@@ -331,25 +330,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const operator: Principal = { id: OPERATOR_ID, rights: new Set<Right>(['read', 'write']) };
   const connectionPrincipal = (request: FastifyRequest) => (cameOverLocalSocket(request.raw) ? operator : undefined);
   app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession, connectionPrincipal, ...(users === undefined ? {} : { users }) }));
-  // A replica of a cluster: every answer names it, and a session another replica owns goes there.
-  const cluster = daemon.cluster;
-  if (cluster !== undefined) {
-    const notFound = JSON.stringify(rpcErrorBody(RpcCode.SESSION_NOT_FOUND, 'Session not found'));
-    const forwarder = new Forwarder({ replicaId: cluster.replicaId, ownerGone: (res) => void res.writeHead(404, { 'content-type': 'application/json' }).end(notFound) });
-    app.addHook('onClose', () => forwarder.close());
-    app.addHook('onRequest', async (request, reply) => {
-      reply.raw.setHeader(SERVED_BY, cluster.replicaId);
-      const id = request.headers['mcp-session-id'];
-      if (typeof id !== 'string' || request.principal === null || !isGatewayUrl(request.url)) return;
-      const by = request.headers[FORWARDED_BY];
-      const route = cluster.route(id, request.principal.id, typeof by === 'string' ? by : undefined);
-      if (route.kind === 'local') return;
-      if (route.kind === 'unknown') return reply.code(404).type('application/json').send(notFound);
-      reply.hijack();
-      await forwarder.forward(request.raw, reply.raw, route.url);
-      return reply;
-    });
-  }
+  // A replica of a cluster: every answer names it; a session or a continuation another replica holds goes there.
+  if (daemon.cluster !== undefined) routeToOwners(app, daemon.cluster);
   if (users !== undefined) {
     const metadata = (suffix: string, reply: FastifyReply) => {
       const document = users.resource.metadata(suffix);

@@ -7,8 +7,11 @@
  * - keys rotate without dropping sessions: the replicas run mid-rotation (one still seals with
  *   the old key, two with the new one; all open both), and sessions sealed with either key are
  *   opened and forwarded by every replica;
+ * - an input-required continuation minted on one replica completes when its retry lands on
+ *   another (the state names its replica, sealed; the others forward the retry there);
  * - a SIGTERM'd replica drains without failing the call in flight;
- * - kill -9 the owner of a session: 404, and a new session works.
+ * - kill -9 the owner of a session: 404, and a new session works;
+ * - kill -9 the replica holding a continuation: its retry elsewhere is `CONTINUATION_LOST`.
  * No replica is restarted: the last two cases leave theirs down, and the balancers route around it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { fixtureConfig, marker, pidFromResult } from '../../../../test/helpers/processes.js';
 import type { Service } from '../../../../test/helpers/services.js';
-import { modernRequest } from '../gatewayHelpers.js';
+import { modernRequest, responseOf, type RawResponse } from '../gatewayHelpers.js';
 import { SessionSeal } from '../../src/cluster/sessionSeal.js';
 import { newKey, startHaproxy, startNginx, startTeam, type Replica, type Team } from './replicas.js';
 
@@ -30,7 +33,7 @@ let nginx: Service & { url: string };
 beforeAll(async () => {
   // Mid-rotation, as a rolling restart leaves it: r1 still seals with the old key, r2 and r3 seal with the new one.
   const keys = [`${oldKey},${nextKey}`, `${nextKey},${oldKey}`, `${nextKey},${oldKey}`];
-  team = await startTeam(3, { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) }, { daemon: { drainTimeoutMs: 60_000 }, marks: [mark], keys });
+  team = await startTeam(3, { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }), conf: fixtureConfig('conformance.mjs', mark, { sharing: 'shared' }) }, { daemon: { drainTimeoutMs: 60_000 }, marks: [mark], keys });
   [haproxy, nginx] = await Promise.all([startHaproxy(team), startNginx(team)]);
 }, 240_000);
 
@@ -144,6 +147,24 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
     }
   });
 
+  it('an input-required continuation minted on one replica completes when its retry lands on another', async () => {
+    await keepRunning(3);
+    const forwarders = new Set<string>();
+    // Round-robin sends the retry to the replica after the owner; three rounds make it certain one was relayed.
+    for (let round = 0; round < 3; round++) {
+      const { asked, owner, params } = await askedForInput(haproxy.url);
+      const retry = await modernRequest({ base: haproxy.url, token: team.token }, 'tools/call', { ...params, inputResponses: answerOf(asked, `ada-${round}`), requestState: asked.requestState });
+      expect(retry.status, retry.body).toBe(200);
+      expect(textOf(responseOf(retry))).toContain(`ada-${round}`);
+      // The call's answer came from the replica holding it, whichever replica the retry landed on.
+      expect(retry.headers['x-mcpool-replica']).toBe(owner);
+      const by = retry.headers['x-mcpool-forwarded-by'];
+      if (typeof by === 'string') forwarders.add(by);
+    }
+    expect(forwarders.size).toBeGreaterThan(0);
+    expect([...forwarders].every((id) => ids(team.replicas).has(id))).toBe(true);
+  });
+
   it('a SIGTERM’d replica drains: the call in flight finishes, then it stops', async () => {
     const { client, owner } = await ownedSession(3);
     try {
@@ -180,4 +201,45 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
       await client.close().catch(() => undefined);
     }
   });
+
+  it('kill -9 the replica holding a continuation: its retry on another replica is CONTINUATION_LOST, in-band', async () => {
+    // Straight to the replicas: the balancer may not have seen the earlier cases' replicas go yet.
+    await keepRunning(2);
+    const [holder, other] = team.replicas.filter((replica) => replica.running());
+    const { asked, owner, params } = await askedForInput(holder!.url);
+    expect(owner).toBe(holder!.id);
+    await holder!.kill();
+    const retry = await modernRequest({ base: other!.url, token: team.token }, 'tools/call', { ...params, inputResponses: answerOf(asked, 'ada'), requestState: asked.requestState }, { id: 'lost-1' });
+    expect(retry.status, retry.body).toBe(200);
+    expect(responseOf(retry)).toMatchObject({ id: 'lost-1', error: { code: -32000, data: { code: 'MCPOOL_CONTINUATION_LOST' } } });
+    // Started anew without the state, the call is offered input again.
+    expect((await askedForInput(other!.url)).owner).toBe(other!.id);
+  });
 });
+
+interface Asked {
+  inputRequests: Record<string, { method: string }>;
+  requestState: string;
+}
+
+let asking = 0;
+
+/** A modern call of the legacy server's elicitation tool through `base`: it is offered input; who offered it. */
+async function askedForInput(base: string): Promise<{ asked: Asked; owner: string; params: { name: string; arguments: { message: string } } }> {
+  const params = { name: 'conf__test_elicitation', arguments: { message: `Who are you? ${asking++}` } };
+  const first: RawResponse = await modernRequest({ base, token: team.token }, 'tools/call', params);
+  expect(first.status, first.body).toBe(200);
+  const asked = responseOf(first).result as Asked & { resultType: string };
+  expect(asked.resultType).toBe('input_required');
+  return { asked, owner: String(first.headers['x-mcpool-replica']), params };
+}
+
+/** The caller's answer to the one input request of `asked`: the user `username`. */
+function answerOf(asked: Asked, username: string): Record<string, unknown> {
+  const [key] = Object.keys(asked.inputRequests);
+  return { [key!]: { action: 'accept', content: { username, email: `${username}@example.com` } } };
+}
+
+function textOf(message: Record<string, unknown>): string {
+  return JSON.stringify(message.result ?? message.error);
+}

@@ -10,8 +10,8 @@
  * - A minted `requestState` is bound to what it continues — the caller (principal), the endpoint,
  *   the method, the tool or prompt name (a resource's URI) as the caller wrote it — and to its
  *   call: `mcpool.1.<call id>.<HMAC-SHA256 of all of it>` under a key made per router. The id is
- *   random, so the state says nothing a caller could read, and nobody without the key can make,
- *   alter or move one.
+ *   random (or the host's own, `mintId`: it ends at the last `.`, as the HMAC, base64url, has none), so the state says
+ *   nothing a caller could read, and nobody without the key can make, alter or move one.
  * - A retry continues a call only when its state opens under the retry's own caller, endpoint,
  *   method and name, and names a call held here that no other retry is waiting on. Anything else
  *   — a forged state, a state of another tool or server, a state whose call is over — is refused
@@ -61,6 +61,12 @@ export interface PendingCall {
 export interface ContinuationsOptions {
   /** How long a call's answer waits for a retry that has not come yet. @default 60000 */
   graceMs?: number;
+  /**
+   * The id of a call offered input, for `principal`: a host of several replicas seals its own
+   * name into it, so that a retry landing on another replica can be sent here. It must not be
+   * guessable. @default a random UUID
+   */
+  mintId?(principal: string): string;
 }
 
 export class Continuations {
@@ -69,9 +75,11 @@ export class Continuations {
   /** Seals the states minted here: a new key per router. */
   readonly #key = randomBytes(32);
   readonly #graceMs: number;
+  readonly #mintId: (principal: string) => string;
 
   constructor(options: ContinuationsOptions = {}) {
     this.#graceMs = options.graceMs ?? 60_000;
+    this.#mintId = options.mintId === undefined ? () => randomUUID() : (principal) => options.mintId!(principal);
   }
 
   /** Calls held for a retry (offered input, not yet answered to one). */
@@ -82,6 +90,14 @@ export class Continuations {
   /** Whether `state` is one minted here (else it is a server's own, or nobody's). */
   static minted(state: unknown): state is string {
     return typeof state === 'string' && state.startsWith(STATE_PREFIX);
+  }
+
+  /** The call id a state minted here names (what a host's `mintId` made), unchecked: the seal is checked where the call is held. */
+  static callIdOf(state: string): string | undefined {
+    if (!Continuations.minted(state)) return undefined;
+    const rest = state.slice(STATE_PREFIX.length);
+    const dot = rest.lastIndexOf('.');
+    return dot > 0 ? rest.slice(0, dot) : undefined;
   }
 
   /** A call forwarded now, answering `sink`; it may be offered input later. */
@@ -109,7 +125,7 @@ export class Continuations {
         },
         { once: true },
       );
-      call.id ??= randomUUID();
+      call.id ??= this.#mintId(call.binding.principal);
       this.#calls.set(call.id, call);
       call.sink = undefined;
       const inputRequests = { [INPUT_KEY]: { method: request.method, params: request.params } };
@@ -174,8 +190,9 @@ export class Continuations {
 
   /** The call `state` continues, if it was minted here for `binding`. */
   #open(state: string, binding: Binding): PendingCall | undefined {
-    const [id, mac, extra] = state.slice(STATE_PREFIX.length).split('.');
-    if (id === undefined || mac === undefined || extra !== undefined) return undefined;
+    const id = Continuations.callIdOf(state);
+    if (id === undefined) return undefined;
+    const mac = state.slice(STATE_PREFIX.length + id.length + 1);
     const expected = Buffer.from(this.#mac(id, binding));
     const given = Buffer.from(mac);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;

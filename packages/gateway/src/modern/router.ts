@@ -64,6 +64,12 @@ export interface ModernRouterOptions {
   viewIdleMs?: number;
   /** How long a call's answer waits for the retry of its caller, once offered input. @default 60000 */
   continuationGraceMs?: number;
+  /**
+   * The id of a call offered input (what its `requestState` names), for `principal`: a host of
+   * several replicas seals its own name into it so that another replica can send the retry here
+   * ({@link continuationIdOf} reads it back). It must not be guessable. @default a random UUID
+   */
+  mintContinuationId?(principal: string): string;
   /** Told when a `tools/call` ended: on which server, whether it got an answer, how long it took. */
   observeCall?(server: string, ok: boolean, seconds: number): void;
   /**
@@ -86,6 +92,16 @@ export interface ModernRouterOptions {
 }
 
 /**
+ * The call id that the `requestState` of a parsed request `message` names when a router minted
+ * it (a host's `mintContinuationId`), or undefined (no state, a modern server's own, nobody's).
+ * Unchecked: only the router holding the call can check the state's seal.
+ */
+export function continuationIdOf(message: unknown): string | undefined {
+  const state = asRecord(asRecord(message)?.params)?.requestState;
+  return typeof state === 'string' ? Continuations.callIdOf(state) : undefined;
+}
+
+/**
  * @example
  * ```ts
  * const router = new ModernRouter({ pool, config: (name) => servers[name], version: '1.0.0' });
@@ -101,7 +117,7 @@ export class ModernRouter {
 
   constructor(options: ModernRouterOptions) {
     this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), startsOnUse: (name) => options.startsOnUse?.(name) === true, idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), viewAcquired: (name, principal) => options.viewAcquired?.(name, principal), logger: options.logger });
-    this.#continuations = new Continuations({ graceMs: options.continuationGraceMs });
+    this.#continuations = new Continuations({ graceMs: options.continuationGraceMs, ...(options.mintContinuationId === undefined ? {} : { mintId: (principal: string) => options.mintContinuationId!(principal) }) });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
       holds: this.#holds,
