@@ -43,6 +43,7 @@ import { OAuthManager } from './oauth/oauthManager.js';
 import { configuredGrantsOnly } from './oauth/configuredGrants.js';
 import type { SecretRedactor } from './secrets.js';
 import type { SharedStore } from './store/sharedStore.js';
+import { catalogWriter, loadCatalog } from './store/sharedCatalog.js';
 import { Cluster } from './cluster/cluster.js';
 import type { Telemetry } from './telemetry/contract.js';
 
@@ -92,6 +93,8 @@ export class Daemon {
   /** This daemon as one replica of several (`daemon.cluster`): sealed session ids and where they go. */
   readonly cluster: Cluster | undefined;
   readonly #logger: Logger;
+  /** The shared store (Redis for replicas): the catalog is read from it at start. */
+  readonly #store: SharedStore | undefined;
   readonly #redactor: SecretRedactor;
   readonly #reloadConfig: (() => Promise<LoadedConfig>) | undefined;
   readonly #config: ConfigState;
@@ -115,6 +118,7 @@ export class Daemon {
 
   constructor(options: DaemonOptions) {
     this.#logger = options.logger;
+    this.#store = options.store;
     this.events = new EventHub(undefined, this.#logger);
     this.#redactor = options.redactor;
     this.#reloadConfig = options.reloadConfig;
@@ -177,6 +181,8 @@ export class Daemon {
         credentials: this.oauth === undefined ? undefined : configuredGrantsOnly(this.oauth, (name) => this.#config.server(name)),
         groupLedgerDir: options.groupLedgerDir,
         catalogDir: options.catalogDir,
+        // Replicas over Redis share their catalog: what one learned, the others list.
+        onCatalogRecord: options.store?.kind === 'redis' ? catalogWriter(options.store, this.#logger) : undefined,
         overrides: options.poolOptions,
         defaultSharing: this.#sharing.policyOf,
       }),
@@ -260,7 +266,12 @@ export class Daemon {
     this.pool.start();
     this.sessions.startReaper();
     this.#reportUnavailable(Object.entries(this.#config.config.unavailable).map(([name, problem]) => ({ name, code: problem.code, message: problem.message, keptRunning: false })));
-    return this.#serialize(() => this.#warm.warmAll());
+    const store = this.#store;
+    return this.#serialize(async () => {
+      // The shared catalog first: a lazy server another replica learned is then not started here.
+      if (store?.kind === 'redis') await loadCatalog(store, this.pool, this.#logger);
+      await this.#warm.warmAll();
+    });
   }
 
   // --- Status -------------------------------------------------------------------------------

@@ -12,6 +12,9 @@
  *   pool (a restarted daemon) lists without starting anything. Read on first use, never at
  *   construction; written whole to a temporary file and renamed, so a reader never sees half a
  *   file. A file that cannot be read or written is ignored; the copy in memory keeps working.
+ * - A host that shares records between processes (replicas over one store) is told each record
+ *   written (`written`), and gives the ones it read back with `adopt`, checked as a file is: a
+ *   record adopted wins over the file, being the shared one.
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,16 +79,31 @@ export interface ServerCatalogOptions {
   dir?: string | undefined;
   /** The version records are written with and must match. @default this package's version */
   version?: string | undefined;
+  /** Told each record written, as the text a file holds (a host keeps it in a shared store). */
+  written?: ((fingerprint: string, text: string) => void) | undefined;
 }
 
 export class ServerCatalog {
   readonly dir: string | undefined;
   readonly version: string;
   readonly #records = new Map<string, CatalogRecord | null>();
+  readonly #written: ((fingerprint: string, text: string) => void) | undefined;
 
   constructor(options: ServerCatalogOptions = {}) {
     this.dir = options.dir;
     this.version = options.version ?? MCPOOL_VERSION;
+    this.#written = options.written;
+  }
+
+  /**
+   * Takes `text` (a record another process wrote) as the record of `fingerprint`, when it is one
+   * of this format and version for that fingerprint. @returns whether it was taken
+   */
+  adopt(fingerprint: string, text: string): boolean {
+    const record = this.#parse(fingerprint, text);
+    if (record === null) return false;
+    this.#records.set(fingerprint, record);
+    return true;
   }
 
   /** The record of `fingerprint` written by this format and version, else undefined. */
@@ -137,9 +155,19 @@ export class ServerCatalog {
   #read(fingerprint: string): CatalogRecord | null {
     const file = this.#file(fingerprint);
     if (file === undefined) return null;
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return null;
+    }
+    return this.#parse(fingerprint, text);
+  }
+
+  #parse(fingerprint: string, text: string): CatalogRecord | null {
     let raw: Partial<CatalogRecord> | null;
     try {
-      raw = JSON.parse(readFileSync(file, 'utf8')) as Partial<CatalogRecord> | null;
+      raw = JSON.parse(text) as Partial<CatalogRecord> | null;
     } catch {
       return null;
     }
@@ -149,12 +177,14 @@ export class ServerCatalog {
   }
 
   #write(record: CatalogRecord): void {
+    const text = JSON.stringify(record);
+    this.#written?.(record.fingerprint, text);
     const file = this.#file(record.fingerprint);
     if (file === undefined || this.dir === undefined) return;
     const temp = `${file}.${process.pid}.tmp`;
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-      writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
+      writeFileSync(temp, text, { mode: 0o600 });
       renameSync(temp, file);
     } catch {
       // Persistence is a convenience: the record in memory still serves.

@@ -131,7 +131,7 @@ export class McpTransportPool {
     const stateDir = typeof options.stateDir === 'string' ? options.stateDir : this.#options.reapLeftovers ? defaultStateDir() : undefined;
     this.#ledger = stateDir === undefined ? undefined : new GroupLedger(stateDir);
     this.#eras = new EraCache(stateDir);
-    this.#catalog = new ServerCatalog({ dir: typeof options.catalogDir === 'string' ? options.catalogDir : undefined });
+    this.#catalog = new ServerCatalog({ dir: typeof options.catalogDir === 'string' ? options.catalogDir : undefined, written: options.onCatalogRecord });
     const { heartbeat } = this.#options;
     this.#supervisor = new ThreadSupervisor(
       { intervalMs: heartbeat.intervalMs, liveness: { misses: heartbeat.misses, timeoutMs: heartbeat.timeoutMs }, intensity: this.#options.restartIntensity, logger: this.#logger },
@@ -353,6 +353,15 @@ export class McpTransportPool {
     if (record === undefined) return undefined;
     const filter = new SessionFilter(sessionFieldsOf(config));
     return { ...record, tools: filter.tools(record.tools), prompts: filter.prompts(record.prompts) };
+  }
+
+  /**
+   * Takes a catalog record another process wrote (the text `onCatalogRecord` gave there) as the
+   * one of `fingerprint`, when it is of this mcpool's format and version; it is then listed as if
+   * this pool had written it. @returns whether it was taken
+   */
+  adoptCatalog(fingerprint: string, text: string): boolean {
+    return this.#catalog.adopt(fingerprint, text);
   }
 
   /**

@@ -149,6 +149,12 @@ export interface McpTransportPoolOptions {
    */
   catalogDir?: string | false;
   /**
+   * Told each catalog record the pool writes (its fingerprint, and the record as JSON text), so a
+   * host of several processes can keep it where all of them read it; they give it back with
+   * `adoptCatalog`. Called synchronously: a host that writes to the network does so in the background.
+   */
+  onCatalogRecord?: (fingerprint: string, text: string) => void;
+  /**
    * At start (`start()` or the first acquire), SIGKILL the process groups that pools whose process
    * is gone recorded in `stateDir`, when each leader still matches its record (pid, start time,
    * command line: read from `/proc`, so this reaps on Linux only). Turns the ledger on. @default false

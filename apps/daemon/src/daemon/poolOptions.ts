@@ -18,6 +18,8 @@ export interface DaemonPoolWiring {
   groupLedgerDir?: string | false | undefined;
   /** Where the pool keeps its servers' catalogs. @default in memory only */
   catalogDir?: string | undefined;
+  /** Told each catalog record the pool writes (the shared store keeps it). */
+  onCatalogRecord?: ((fingerprint: string, text: string) => void) | undefined;
   /** Extra pool options, over the settings' (tests shorten timings). */
   overrides?: Partial<McpTransportPoolOptions> | undefined;
   /** The policy of a config without `sharing`, with what the daemon learned. @default {@link daemonDefaultSharing} */
@@ -46,6 +48,7 @@ export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoo
     reapLeftovers: wiring.groupLedgerDir !== false,
     ...(wiring.groupLedgerDir === undefined ? {} : { stateDir: wiring.groupLedgerDir }),
     ...(wiring.catalogDir === undefined ? {} : { catalogDir: wiring.catalogDir }),
+    ...(wiring.onCatalogRecord === undefined ? {} : { onCatalogRecord: wiring.onCatalogRecord }),
     ...wiring.overrides,
   };
 }
