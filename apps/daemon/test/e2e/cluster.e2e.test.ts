@@ -15,6 +15,8 @@
  * No replica is restarted: the last two cases leave theirs down, and the balancers route around it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { McpoolClient } from '@mcpool/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { fixtureConfig, marker, pidFromResult } from '../../../../test/helpers/processes.js';
@@ -24,6 +26,9 @@ import { SessionSeal } from '../../src/cluster/sessionSeal.js';
 import { newKey, startHaproxy, startNginx, startTeam, type Replica, type Team } from './replicas.js';
 
 const mark = marker('cluster');
+/** Two users, each with a client token of their own. */
+const USERS = ['ada', 'bob'] as const;
+const userTokens: Record<string, string> = Object.fromEntries(USERS.map((id) => [id, `${id}-${randomUUID()}`]));
 const oldKey = newKey();
 const nextKey = newKey();
 let team: Team;
@@ -33,7 +38,14 @@ let nginx: Service & { url: string };
 beforeAll(async () => {
   // Mid-rotation, as a rolling restart leaves it: r1 still seals with the old key, r2 and r3 seal with the new one.
   const keys = [`${oldKey},${nextKey}`, `${nextKey},${oldKey}`, `${nextKey},${oldKey}`];
-  team = await startTeam(3, { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }), conf: fixtureConfig('conformance.mjs', mark, { sharing: 'shared' }) }, { daemon: { drainTimeoutMs: 60_000 }, marks: [mark], keys });
+  const servers = {
+    echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }),
+    mine: fixtureConfig('echo.mjs', mark, { sharing: 'per-principal' }),
+    conf: fixtureConfig('conformance.mjs', mark, { sharing: 'shared' }),
+  };
+  const clients = USERS.map((id) => ({ id, tokenEnv: `TEAM_${id.toUpperCase()}`, rights: ['write'] }));
+  const env = Object.fromEntries(USERS.map((id) => [`TEAM_${id.toUpperCase()}`, userTokens[id]!]));
+  team = await startTeam(3, servers, { daemon: { drainTimeoutMs: 60_000, clients }, marks: [mark], keys, env });
   [haproxy, nginx] = await Promise.all([startHaproxy(team), startNginx(team)]);
 }, 240_000);
 
@@ -163,6 +175,32 @@ describe('replicas behind a round-robin balancer', { timeout: 240_000 }, () => {
     }
     expect(forwarders.size).toBeGreaterThan(0);
     expect([...forwarders].every((id) => ids(team.replicas).has(id))).toBe(true);
+  });
+
+  it('two users through the balancer: two entries of a per-principal server, one of a shared one, on every replica', async () => {
+    const entriesOn = async (replica: Replica): Promise<Record<string, number>> => {
+      const status = await new McpoolClient({ baseUrl: replica.url, token: team.token }).getWorkspaceMcp();
+      return Object.fromEntries(status.servers.map((server) => [server.name, server.entryCount]));
+    };
+    // The daemon's own warm hold keeps one entry of each server, for its operator.
+    const before = await Promise.all(team.replicas.map((replica) => entriesOn(replica)));
+    // Each user calls each server until every replica has served that user that server (round-robin: three calls in turn).
+    for (const user of USERS) {
+      for (const server of ['mine', 'echo']) {
+        const served = new Set<string>();
+        for (let i = 0; i < 12 && served.size < team.replicas.length; i++) {
+          const answer = await modernRequest({ base: haproxy.url, token: userTokens[user]! }, 'tools/call', { name: `${server}__echo`, arguments: { text: `${user} ${i}` } });
+          expect(answer.status, answer.body).toBe(200);
+          expect(answer.body).toContain(`${user} ${i}`);
+          served.add(String(answer.headers['x-mcpool-replica']));
+        }
+        expect(served).toEqual(ids(team.replicas));
+      }
+    }
+    for (const [i, replica] of team.replicas.entries()) {
+      const entries = await entriesOn(replica);
+      expect({ replica: replica.id, mine: entries.mine, echo: entries.echo }).toEqual({ replica: replica.id, mine: before[i]!.mine! + 2, echo: 1 });
+    }
   });
 
   it('a SIGTERM’d replica drains: the call in flight finishes, then it stops', async () => {

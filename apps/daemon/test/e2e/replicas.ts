@@ -43,9 +43,9 @@ export const newKey = (): string => randomBytes(32).toString('base64');
 
 /**
  * Starts `count` replicas over `servers`, with `daemon` settings added to each; `keys` are their
- * `MCPOOL_SESSION_KEYS`, by index (default: one new key for all).
+ * `MCPOOL_SESSION_KEYS`, by index (default: one new key for all); `env` is added to each one's.
  */
-export async function startTeam(count: number, servers: Record<string, unknown>, options: { daemon?: Record<string, unknown>; marks?: string[]; keys?: string[] } = {}): Promise<Team> {
+export async function startTeam(count: number, servers: Record<string, unknown>, options: { daemon?: Record<string, unknown>; marks?: string[]; keys?: string[]; env?: Record<string, string> } = {}): Promise<Team> {
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-team-'));
   const token = `team-${randomUUID()}`;
   const shared = newKey();
@@ -66,7 +66,7 @@ export async function startTeam(count: number, servers: Record<string, unknown>,
     const launch = async (keysNow: string): Promise<void> => {
       out = '';
       child = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', 'info'], {
-        env: { PATH: process.env.PATH, HOME: home, MCPOOL_STATE_DIR: join(home, 'state'), MCPOOL_TOKEN: token, MCPOOL_SESSION_KEYS: keysNow },
+        env: { PATH: process.env.PATH, HOME: home, MCPOOL_STATE_DIR: join(home, 'state'), MCPOOL_TOKEN: token, MCPOOL_SESSION_KEYS: keysNow, ...options.env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
