@@ -33,9 +33,9 @@ export const reapMarked = sweep;
  * `http://127.0.0.1:<port>`; `stop()` sends SIGTERM (SIGKILL after 30 s), resolves with
  * `{ code, signal }` and removes the temporary directory. Rejects (after stopping it) when the
  * daemon exits first, a server fails to start (unless `allowFailed`), or 60 s pass. `stderr`,
- * when given, receives the daemon's stderr as it comes.
+ * when given, receives the daemon's stderr as it comes; `env` is added to the daemon's environment.
  */
-export async function startDaemon({ mcpServers, settings = {}, logLevel = 'info', stderr, allowFailed = false }) {
+export async function startDaemon({ mcpServers, settings = {}, env = {}, logLevel = 'info', stderr, allowFailed = false }) {
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-conformance-'));
   const configPath = join(dir, 'mcpool.json');
   writeFileSync(
@@ -45,7 +45,7 @@ export async function startDaemon({ mcpServers, settings = {}, logLevel = 'info'
   const log = [];
   const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath], {
     cwd: dir,
-    env: { ...process.env, MCPOOL_STATE_DIR: join(dir, 'state'), MCPOOL_CONFIG: '', MCPOOL_TOKEN: '', MCPOOL_PORT: '', MCPOOL_HOST: '', MCPOOL_LOG_LEVEL: '' },
+    env: { ...process.env, MCPOOL_STATE_DIR: join(dir, 'state'), MCPOOL_CONFIG: '', MCPOOL_TOKEN: '', MCPOOL_PORT: '', MCPOOL_HOST: '', MCPOOL_LOG_LEVEL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise((resolve) => daemon.once('exit', (code, signal) => resolve({ code, signal })));

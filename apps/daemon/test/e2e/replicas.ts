@@ -13,6 +13,7 @@ import { killMarked } from '../../../../test/helpers/processes.js';
 import { freePort } from '../../../../test/helpers/ports.js';
 import { startService, type Service } from '../../../../test/helpers/services.js';
 import { BIN } from './bridgeProcess.js';
+import { haproxyConfig } from '../../../../test/conformance/balancer.mjs';
 
 const DEPLOY = new URL('../../../../deploy/', import.meta.url);
 
@@ -130,10 +131,7 @@ export async function startTeam(count: number, servers: Record<string, unknown>,
 export async function startHaproxy(team: Team): Promise<Service & { url: string }> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'mcpool-haproxy-'));
-  let text = readFileSync(new URL('haproxy.cfg', DEPLOY), 'utf8').replace(/^(\s*bind )\S+$/m, `$1127.0.0.1:${port}`);
-  text = text.replace(/^\s*server \S+ \S+ check\n/gm, '');
-  text += team.replicas.map((replica) => `    server ${replica.id} 127.0.0.1:${replica.port} check\n`).join('');
-  writeFileSync(join(dir, 'haproxy.cfg'), text);
+  writeFileSync(join(dir, 'haproxy.cfg'), haproxyConfig(port, team.replicas));
   const service = await startService('haproxy', ['-db', '-f', join(dir, 'haproxy.cfg')], port, dir);
   return { ...service, url: `http://127.0.0.1:${port}` };
 }
