@@ -13,6 +13,8 @@
  * - Revocation: the entry goes back to `auth_required`.
  * - No token value in any log line, status body or event.
  * - The device authorization grant, against the same servers.
+ * - What `/mcp` says when it refuses for lack of authorization (legacy, modern, through the
+ *   bridge, and on a step-up): the command to run, with the scope a step-up adds.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +23,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { main } from 'mcpool';
 import type { HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
-import { connectClient } from './gatewayHelpers.js';
+import { staticToken, startBridge } from './bridgeHarness.js';
+import { ACCEPT_BOTH, connectClient, initializeBody, modernRequest, raw, responseOf } from './gatewayHelpers.js';
 import type { Harness } from './helpers.js';
 import { oauthStack, type OAuthStack as Stack, type OAuthStackOptions } from './oauthStack.js';
 
@@ -314,3 +317,44 @@ describe('step-up authorization (a 403 for a scope the token lacks)', () => {
   });
 });
 
+
+describe('what /mcp tells its caller when a server needs authorization', () => {
+  const HINT = 'run `mcpool auth remote`';
+
+  it('names `mcpool auth <server>` on legacy and modern /mcp and through the bridge, which passes only the message on', async () => {
+    const s = await stack({ listen: true });
+    const legacy = await raw(s.base, { path: '/mcp/remote', headers: { authorization: `Bearer ${s.h.token}`, 'content-type': 'application/json', accept: ACCEPT_BOTH }, body: initializeBody() });
+    expect(legacy.status).toBe(503);
+    const refused = JSON.parse(legacy.body) as { error: { message: string; data: { code: string; serverName: string } } };
+    expect(refused.error.data).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED', serverName: 'remote' });
+    expect(refused.error.message).toContain(HINT);
+
+    // A modern caller lists what is available (nothing yet); its call is refused with the command.
+    const modern = responseOf(await modernRequest({ base: s.base, token: s.h.token }, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, { path: '/mcp/remote' }));
+    expect(modern.error).toMatchObject({ data: { code: 'MCPOOL_AUTH_REQUIRED' }, message: expect.stringContaining(HINT) });
+
+    // The bridge turns the daemon's HTTP refusal into an error of its own code: the message is what reaches its client.
+    const bridge = startBridge({ url: `${s.base}/mcp/remote`, token: staticToken(s.h.token) });
+    open.push(() => bridge.bridge.close('test done'));
+    bridge.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'user', version: '1' } } });
+    const answer = await bridge.waitForMessage((message) => message.id === 1);
+    expect(answer.error).toMatchObject({ data: { code: 'MCPOOL_BRIDGE_HTTP_ERROR', httpStatus: 503 }, message: expect.stringContaining(HINT) });
+  });
+
+  it('a step-up refusal names the command and the scope it adds, in both eras', async () => {
+    const s = await stack({ listen: true, resourceScope: 'mcp:tools mcp:write', requireScopes: { progress: 'mcp:write' } });
+    await authorize(s);
+    const stepUp = `${HINT} (it asks for mcp:write as well)`;
+    const { client } = await connectClient(`${s.base}/mcp/remote`, s.h.token);
+    open.push(() => client.close());
+    expect(await client.callTool({ name: 'echo', arguments: { text: 'ok' } })).toMatchObject({ content: [{ text: 'ok' }] });
+    await expect(client.callTool({ name: 'progress', arguments: { steps: 0 } })).rejects.toThrow(stepUp);
+
+    const modern = responseOf(await modernRequest({ base: s.base, token: s.h.token }, 'tools/call', { name: 'progress', arguments: { steps: 0 } }, { path: '/mcp/remote' }));
+    expect(modern.error).toMatchObject({ data: { code: 'MCPOOL_AUTH_REQUIRED', serverName: 'remote', scope: 'mcp:write' }, message: expect.stringContaining(stepUp) });
+    // The REST API says the same.
+    const session = await createSession(s.h);
+    const rest = await s.h.request({ method: 'POST', url: `/sessions/${session}/tools/call`, payload: { server: 'remote', name: 'progress', arguments: { steps: 0 } } });
+    expect(rest.json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED', message: expect.stringContaining(stepUp) });
+  });
+});

@@ -8,7 +8,7 @@
  * The gates map holds one record per authorization key (a server, or a server and principal)
  * that answered 401; `authorized(name)` removes that server's.
  */
-import { ErrorCode, PoolError, type Logger, type PoolEvent, type ServerConfig } from '@mcpool/protocol';
+import { ErrorCode, PoolError, parseBearerChallenge, type Logger, type PoolEvent, type ServerConfig } from '@mcpool/protocol';
 import type { Placement, PoolEntry } from './entry.js';
 import type { CredentialTarget, UpstreamCredentials } from './poolTypes.js';
 
@@ -162,8 +162,10 @@ export function authRequiredError(serverName: string): PoolError {
  * a host authorizes is the host's to say.
  */
 function stepUpError(serverName: string, challenge: string | undefined): PoolError {
+  // The scope the server named (RFC 6750 §3): what the host's next authorization adds.
+  const scope = parseBearerChallenge(challenge)?.scope;
   return new PoolError(ErrorCode.AUTH_REQUIRED, `${serverName} needs more authorization for this request (HTTP 403, a scope its token lacks)`, {
-    data: { serverName, status: 403, ...(challenge === undefined ? {} : { challenge }) },
+    data: { serverName, status: 403, ...(scope === undefined ? {} : { scope }), ...(challenge === undefined ? {} : { challenge }) },
   });
 }
 

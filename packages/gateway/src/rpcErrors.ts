@@ -58,7 +58,8 @@ export interface RequestedName {
  * - A JSON-RPC error of the other side (a server's, or a client's answer to a server request)
  *   keeps its own code, message and data.
  * - A session filter hiding a name answers as the unknown-name refusal does.
- * - Any other pool failure: its code from the table, the message prefixed with `what`.
+ * - Any other pool failure: its code from the table, the message prefixed with `what`; one for
+ *   lack of authorization also names its server and the scope a step-up asks for (`data`).
  * - Anything else is a bug here: -32603, and nothing of it passed on.
  *
  * @param what the request, for the message (`tool github__search`).
@@ -67,7 +68,7 @@ export interface RequestedName {
 export function toRpcError(error: unknown, what: string, requested?: RequestedName): RpcError {
   if (error instanceof RpcError) return error;
   if (!(error instanceof PoolError)) return new RpcError(RpcCode.INTERNAL_ERROR, `${what} failed inside mcpool (see the daemon log)`, { code: ErrorCode.INTERNAL });
-  const data = error.data as { mcpCode?: unknown; mcpData?: unknown; tool?: unknown; prompt?: unknown; refusal?: unknown } | undefined;
+  const data = error.data as { mcpCode?: unknown; mcpData?: unknown; tool?: unknown; prompt?: unknown; refusal?: unknown; serverName?: unknown; scope?: unknown } | undefined;
   const refusal = refusalOf(error);
   if (refusal !== undefined) {
     if (refusal === 'unknownName') return new RpcError(jsonRpcCodeOf(error.code), error.message);
@@ -83,12 +84,23 @@ export function toRpcError(error: unknown, what: string, requested?: RequestedNa
     const named = requested ?? (typeof data?.prompt === 'string' ? { kind: 'prompt' as const, name: data.prompt } : { kind: 'tool' as const, name: typeof data?.tool === 'string' ? data.tool : '' });
     return toRpcError(unknownName(named.kind, named.name), what);
   }
-  const tagged = { code: error.code };
+  const tagged = error.code === ErrorCode.AUTH_REQUIRED ? { code: error.code, ...authorizationOf(data) } : { code: error.code };
   const code = jsonRpcCodeOf(error.code);
   if (error.code === ErrorCode.CALL_INTERRUPTED) {
     return new RpcError(code, `${what}: ${error.message} (it was not replayed; the pool reconnects, so the next call can succeed)`, tagged);
   }
   return new RpcError(code, `${what}: ${error.message}`, tagged);
+}
+
+/**
+ * What a caller needs to have a server authorized (`MCPOOL_AUTH_REQUIRED`): which server, and on
+ * a step-up the scope it named. Never the challenge itself (the upstream's header stays inside).
+ */
+function authorizationOf(data: Record<string, unknown> | undefined): { serverName?: string; scope?: string } {
+  return {
+    ...(typeof data?.serverName === 'string' ? { serverName: data.serverName } : {}),
+    ...(typeof data?.scope === 'string' ? { scope: data.scope } : {}),
+  };
 }
 
 /** `params[key]`, which must be a string (else -32602). */

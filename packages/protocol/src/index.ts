@@ -49,6 +49,8 @@ export {
   upstreamUnavailable,
 } from './refusals.js';
 export type { RefusalKind } from './refusals.js';
+export { parseBearerChallenge } from './bearerChallenge.js';
+export type { BearerChallenge } from './bearerChallenge.js';
 export type { CallInterruptedData, PoolErrorOptions, WireError } from './errors.js';
 export { isWorkspaceScopedBudgetEvent } from './events.js';
 export type {

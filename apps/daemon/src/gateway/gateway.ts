@@ -27,6 +27,7 @@ import type { SecretRedactor } from '../secrets.js';
 import type { ServerFailure, ServerOperation } from '../telemetry/serverTelemetry.js';
 import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
 import { SESSION_LABEL_HEADER, sessionLabelOf } from '../local/sessionLabel.js';
+import { withAuthorizeHint } from '../http/authHint.js';
 import { isIdle, leastRecentlyUsedIdle } from './idleSessions.js';
 
 export interface GatewayOptions {
@@ -162,7 +163,8 @@ export class Gateway {
       logger: this.#logger,
       callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
       // Every message a session sends goes through the secret policy first (one place: the wire's encode).
-      encode: (message) => this.#redactor.scrubValue(message),
+      // The command a refusal for lack of authorization asks for goes on too (`../http/authHint.ts`).
+      encode: (message) => this.#redactor.scrubValue(withAuthorizeHint(message)),
       observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
       ...(this.#daemon.telemetry === undefined ? {} : { around: (operation, serve) => this.#daemon.telemetry!.server.run(serverOperation(operation), serve, rpcFailure) }),
       joinDeadline: (name) => this.#joinDeadline(name),
@@ -458,9 +460,12 @@ export class Gateway {
     reply.hijack();
     if (answer.kind === 'stream') this.#modernResponses.add(raw);
     try {
-      await writeModernAnswer(raw, answer, {
+      // The command a refusal for lack of authorization asks for goes on too (`../http/authHint.ts`).
+      const body = answer.kind === 'json' && answer.body !== undefined ? withAuthorizeHint(answer.body) : undefined;
+      const hinted = body === undefined || answer.kind !== 'json' || body === answer.body ? answer : { ...answer, body };
+      await writeModernAnswer(raw, hinted, {
         encodeText: (json) => this.#redactor.scrub(json),
-        encode: (message) => this.#redactor.scrubValue(message),
+        encode: (message) => this.#redactor.scrubValue(withAuthorizeHint(message)),
         keepAliveMs: this.#daemon.settings.heartbeatMs,
         signal: gone,
       });
@@ -508,7 +513,7 @@ export class Gateway {
 
   /** A refusal in the JSON-RPC shape an MCP client reads, its status from the one code table. */
   #refuse(reply: FastifyReply, refusal: PoolError): FastifyReply {
-    return reply.code(httpStatusOf(refusal.code)).send(refusalBody(refusal));
+    return reply.code(httpStatusOf(refusal.code)).send(withAuthorizeHint(refusalBody(refusal)));
   }
 
   async #withSession(request: FastifyRequest, reply: FastifyReply, { scope, search }: Endpoint): Promise<unknown> {

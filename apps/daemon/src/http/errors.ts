@@ -7,6 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import { ErrorCode, HTTP_STATUS, PoolError, httpStatusOf } from '@mcpool/protocol';
 import type { ErrorBody } from '@mcpool/client';
+import { authorizeHintOf } from './authHint.js';
 
 /**
  * The codes the daemon's HTTP surfaces add to the pool's: a view of the one `ErrorCode` table
@@ -75,12 +76,8 @@ export function classifyError(error: unknown): { code: ErrorCode; message: strin
   return { code: ErrorCode.INTERNAL, message: 'internal error (see the daemon log)', internal: true };
 }
 
-/**
- * What the daemon's user does about a pool error, added where the library cannot know it: a
- * server waiting for authorization is authorized with `mcpool auth <server>` (or the REST route).
- */
+/** What the daemon's user does about a pool error, added where the library cannot know it (`./authHint.ts`). */
 function withDaemonHint(error: PoolError): string {
-  const serverName = (error.data as { serverName?: unknown } | undefined)?.serverName;
-  if (error.code !== ErrorCode.AUTH_REQUIRED || typeof serverName !== 'string') return error.message;
-  return `${error.message}: run \`mcpool auth ${serverName}\` (or POST /workspace/mcp/${encodeURIComponent(serverName)}/auth) and try again`;
+  const hint = authorizeHintOf(error.code, error.data);
+  return hint === undefined ? error.message : `${error.message}: ${hint}`;
 }

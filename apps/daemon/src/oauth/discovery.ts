@@ -20,14 +20,9 @@ import { isIP } from 'node:net';
 import * as oauth from 'oauth4webapi';
 import { z } from 'zod';
 import { ErrorCode, PoolError } from '@mcpool/core';
+import { parseBearerChallenge, type BearerChallenge } from '@mcpool/protocol';
 
-/** The parameters of a `Bearer` challenge that discovery uses (RFC 6750 §3, RFC 9728 §5.1). */
-export interface BearerChallenge {
-  resourceMetadata?: string;
-  scope?: string;
-  error?: string;
-  errorDescription?: string;
-}
+export { parseBearerChallenge, type BearerChallenge };
 
 /** What a flow needs to know about the server it authorizes for. */
 export interface Discovered {
@@ -36,31 +31,6 @@ export interface Discovered {
   as: oauth.AuthorizationServer;
   /** Scopes to ask for: the challenge's, else the protected resource's `scopes_supported`. */
   scopes: string[] | undefined;
-}
-
-/**
- * The `Bearer` challenge of a `WWW-Authenticate` header (auth-params per RFC 9110 §11.2: token
- * or quoted-string values), or undefined when it has none.
- */
-export function parseBearerChallenge(header: string | undefined): BearerChallenge | undefined {
-  if (header === undefined) return undefined;
-  const start = /(?:^|,)\s*Bearer(?:\s+|$)/i.exec(header);
-  if (start === null) return undefined;
-  const params: Record<string, string> = {};
-  const pattern = /\s*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,"]*))\s*(?:,|$)/y;
-  pattern.lastIndex = start.index + start[0].length;
-  // Bounded: each match consumes at least one character of the header.
-  for (let i = 0; i < 64; i++) {
-    const match = pattern.exec(header);
-    if (match === null) break;
-    params[match[1]!.toLowerCase()] = match[2] === undefined ? (match[3] ?? '') : match[2].replaceAll(/\\(.)/g, '$1');
-  }
-  return {
-    ...(params.resource_metadata ? { resourceMetadata: params.resource_metadata } : {}),
-    ...(params.scope ? { scope: params.scope } : {}),
-    ...(params.error ? { error: params.error } : {}),
-    ...(params.error_description ? { errorDescription: params.error_description } : {}),
-  };
 }
 
 /** True for `localhost`, 127.0.0.0/8 and ::1. */

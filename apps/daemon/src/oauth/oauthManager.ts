@@ -10,8 +10,9 @@
  *   127.0.0.1, port chosen by the system, for this one flow), and the device authorization grant
  *   (RFC 8628) when the authorization server offers it. Both send the resource indicator
  *   (RFC 8707) and the scopes of the challenge (else the config's, else the resource's).
- * - Client identity: the config's `oauth.clientId` (+ `clientSecret`), else dynamic client
- *   registration (RFC 7591) at the server's registration endpoint.
+ * - Client identity (`./registration.ts`): the config's `oauth.clientId` (+ `clientSecret`), else
+ *   mcpool's client ID metadata document, else dynamic client registration (RFC 7591), each
+ *   bound to the issuer of the authorization server the flow runs at.
  * - Refresh: a timer refreshes a grant a third of its lifetime (at most a minute) before the
  *   access token expires, and a refused token is refreshed once. A rotated refresh token
  *   replaces the old one; a refresh the server rejects deletes the grant, so the pool's next
@@ -22,11 +23,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oauth from 'oauth4webapi';
-import { z } from 'zod';
 import { ErrorCode, PoolError, type CredentialTarget, type Logger, type ServerConfig, type UpstreamCredentials } from '@mcpool/core';
 import type { SecretRedactor } from '../secrets.js';
 import { discover, insecureFor, parseBearerChallenge, type BearerChallenge, type Discovered } from './discovery.js';
-import { TokenStore, grantKey, type StoredGrant, type TokenAuthMethod } from './tokenStore.js';
+import { bindingRefusal, clientAuth, clientFor, storedClient, type FlowClient, type Registrar } from './registration.js';
+import { TokenStore, grantKey, type StoredGrant } from './tokenStore.js';
 import { FileStore } from '../store/fileStore.js';
 import type { SharedStore } from '../store/sharedStore.js';
 
@@ -85,10 +86,12 @@ export class OAuthManager implements UpstreamCredentials {
    * with the challenge's (step-up: the union keeps what other operations need).
    */
   readonly #requested = new Map<string, string[]>();
+  readonly #registrar: Registrar;
   #closed = false;
 
   constructor(options: OAuthManagerOptions) {
     this.#options = options;
+    this.#registrar = { clientMetadataUrl: options.clientMetadataUrl, redactor: options.redactor };
     this.#store = new TokenStore(options.store ?? new FileStore(options.stateDir));
     this.#logger = options.logger.child({ component: 'oauth' });
   }
@@ -161,7 +164,14 @@ export class OAuthManager implements UpstreamCredentials {
     if (url === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${serverName} is not a remote (http or sse) server: it has nothing to authorize`);
     const key = keyOf(config, principal);
     const found = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes);
-    const discovered = { ...found, scopes: withOfflineAccess(found.as, union(this.#requested.get(key) ?? (await this.#grant(key))?.requestedScopes, found.scopes)) };
+    const previous = await this.#grant(key);
+    const moved = bindingRefusal(serverName, config, previous, found.as);
+    if (moved !== undefined) {
+      this.#logger.warn({ server: serverName, issuer: found.as.issuer, previousIssuer: previous?.as.issuer }, moved.message);
+      await this.forget(config, principal);
+      throw moved;
+    }
+    const discovered = { ...found, scopes: withOfflineAccess(found.as, union(this.#requested.get(key) ?? previous?.requestedScopes, found.scopes)) };
     this.#flows.get(key)?.close();
     if (options.device === true) return this.#startDevice(serverName, key, config, discovered);
     return this.#startCode(serverName, key, config, discovered);
@@ -200,7 +210,7 @@ export class OAuthManager implements UpstreamCredentials {
       },
     };
     try {
-      const { client, auth } = await this.#client(config, discovered, [redirectUri], ['authorization_code', 'refresh_token']);
+      const { client, auth } = await clientFor(config, discovered.as, this.#registrar, [redirectUri], ['authorization_code', 'refresh_token']);
       const verifier = oauth.generateRandomCodeVerifier();
       const state = oauth.generateRandomState();
       const authorizationUrl = new URL(as.authorization_endpoint);
@@ -252,7 +262,7 @@ export class OAuthManager implements UpstreamCredentials {
     if (as.device_authorization_endpoint === undefined) {
       throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} does not offer the device authorization grant; use the browser flow`);
     }
-    const { client, auth } = await this.#client(config, discovered, [], ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
+    const { client, auth } = await clientFor(config, discovered.as, this.#registrar, [], ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
     const params: Record<string, string> = { resource: discovered.resource };
     if (discovered.scopes !== undefined) params.scope = discovered.scopes.join(' ');
     let device: oauth.DeviceAuthorizationResponse;
@@ -312,47 +322,6 @@ export class OAuthManager implements UpstreamCredentials {
       userCode: device.user_code,
       expiresAt: new Date(deadline).toISOString(),
     };
-  }
-
-  /**
-   * The client this flow authorizes as, in the order the MCP spec sets (client registration):
-   * the config's pre-registered `oauth.clientId` (+ `clientSecret`), else the client ID metadata
-   * document URL when the daemon has one and the authorization server takes them
-   * (`client_id_metadata_document_supported`), else one registered dynamically (RFC 7591) for
-   * this flow at this authorization server (credentials are never carried to another one).
-   */
-  async #client(config: ServerConfig, discovered: Discovered, redirectUris: string[], grantTypes: string[]): Promise<{ client: FlowClient; auth: oauth.ClientAuth }> {
-    const { as } = discovered;
-    const { clientId, clientSecret } = config.oauth ?? {};
-    if (clientId !== undefined) {
-      const client: FlowClient = { client_id: clientId, ...(clientSecret === undefined ? {} : { client_secret: clientSecret }), token_endpoint_auth_method: authMethodFor(as, clientSecret, undefined) };
-      return { client, auth: clientAuth(client) };
-    }
-    const metadataUrl = this.#options.clientMetadataUrl;
-    if (metadataUrl !== undefined && as.client_id_metadata_document_supported === true) {
-      const client: FlowClient = { client_id: metadataUrl, token_endpoint_auth_method: 'none' };
-      return { client, auth: clientAuth(client) };
-    }
-    if (as.registration_endpoint === undefined) {
-      throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} offers no dynamic client registration${metadataUrl === undefined && as.client_id_metadata_document_supported === true ? ' (it takes client ID metadata documents: set daemon.oauthClientMetadataUrl)' : ''}: set oauth.clientId (and clientSecret) in the server's config`);
-    }
-    try {
-      const response = await oauth.dynamicClientRegistrationRequest(
-        as,
-        { client_name: 'mcpool', redirect_uris: redirectUris, grant_types: grantTypes, response_types: redirectUris.length > 0 ? ['code'] : [], token_endpoint_auth_method: 'none', application_type: 'native' },
-        insecureFor(new URL(as.registration_endpoint)),
-      );
-      const registered = await registrationOf(response);
-      this.#options.redactor.add(registered.client_secret);
-      const client: FlowClient = {
-        client_id: registered.client_id,
-        ...(registered.client_secret === undefined ? {} : { client_secret: registered.client_secret }),
-        token_endpoint_auth_method: authMethodFor(as, registered.client_secret, registered.token_endpoint_auth_method),
-      };
-      return { client, auth: clientAuth(client) };
-    } catch (error) {
-      throw new PoolError(ErrorCode.AUTH_FAILED, `dynamic client registration at ${as.issuer} failed: ${oauthMessage(error)}`, { cause: error });
-    }
   }
 
   async #granted(serverName: string, key: string, discovered: Discovered, client: FlowClient, tokens: oauth.TokenEndpointResponse): Promise<void> {
@@ -483,66 +452,6 @@ function grantOf(resource: string, as: oauth.AuthorizationServer, client: FlowCl
     ...(lifetimeMs === undefined ? {} : { expiresAt: Date.now() + lifetimeMs, lifetimeMs }),
     ...(tokens.scope === undefined ? {} : { scope: tokens.scope }),
   };
-}
-
-/** A client as a flow uses it: its id, its secret if it has one, and how it authenticates at the token endpoint. */
-type FlowClient = oauth.Client & { client_id: string; client_secret?: string; token_endpoint_auth_method: TokenAuthMethod };
-
-/**
- * How a client authenticates at the token endpoint: as its registration answered, else, with a
- * secret, the way the server lists (`client_secret_basic`, which RFC 8414 §2 makes the default
- * when it lists none, before `client_secret_post`); without a secret, `none`.
- */
-function authMethodFor(as: oauth.AuthorizationServer, secret: string | undefined, registered: string | undefined): TokenAuthMethod {
-  if (secret === undefined || registered === 'none') return 'none';
-  if (registered === 'client_secret_basic' || registered === 'client_secret_post') return registered;
-  const supported = as.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
-  return !supported.includes('client_secret_basic') && supported.includes('client_secret_post') ? 'client_secret_post' : 'client_secret_basic';
-}
-
-/**
- * `client_secret_basic` as RFC 6749 §2.3.1 writes it: id and secret each form-urlencoded (the
- * WHATWG algorithm: `-`, `.`, `_`, `*` stay as they are), joined by `:`, in base64.
- * `oauth4webapi`'s own also escapes `-` and `.`, which servers that do not decode (several do
- * not) read as another client id.
- */
-function clientSecretBasic(clientSecret: string): oauth.ClientAuth {
-  const encode = (value: string): string => new URLSearchParams([['', value]]).toString().slice(1);
-  return (_as, client, _body, headers) => {
-    headers.set('authorization', `Basic ${Buffer.from(`${encode(client.client_id)}:${encode(clientSecret)}`).toString('base64')}`);
-  };
-}
-
-function clientAuth(client: FlowClient): oauth.ClientAuth {
-  if (client.token_endpoint_auth_method === 'client_secret_basic') return clientSecretBasic(client.client_secret ?? '');
-  if (client.token_endpoint_auth_method === 'client_secret_post') return oauth.ClientSecretPost(client.client_secret ?? '');
-  return oauth.None();
-}
-
-/** The client of a stored grant (one kept before methods were stored sent its secret in the body). */
-function storedClient(grant: StoredGrant): FlowClient {
-  const { client_id, client_secret } = grant.client;
-  const method = grant.client.token_endpoint_auth_method ?? (client_secret === undefined ? 'none' : 'client_secret_post');
-  return { client_id, ...(client_secret === undefined ? {} : { client_secret }), token_endpoint_auth_method: method };
-}
-
-/** What a registration answered (RFC 7591 §3.2.1). Read leniently: servers omit `client_secret_expires_at`, which the RFC requires with a secret. */
-const registrationSchema = z.looseObject({ client_id: z.string().min(1), client_secret: z.string().min(1).optional(), token_endpoint_auth_method: z.string().optional() });
-
-async function registrationOf(response: Response): Promise<z.infer<typeof registrationSchema>> {
-  let body: unknown;
-  try {
-    body = await response.json();
-  } catch {
-    throw new Error(`the registration endpoint answered HTTP ${response.status} without JSON`);
-  }
-  if (response.status !== 201 && response.status !== 200) {
-    const error = body as { error?: unknown; error_description?: unknown } | null;
-    throw new Error(`the registration endpoint answered HTTP ${response.status}${typeof error?.error === 'string' ? `: ${error.error}` : ''}${typeof error?.error_description === 'string' ? `: ${error.error_description}` : ''}`);
-  }
-  const parsed = registrationSchema.safeParse(body);
-  if (!parsed.success) throw new Error(`the registration answer is not usable: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
 }
 
 /** `a ∪ b` in order (a's first), or undefined when both are. */
