@@ -141,6 +141,12 @@ export interface DaemonSettings {
    */
   maxActors: number;
   /**
+   * Live servers (actor threads) the sessions of one client may have started at once; a start past
+   * it is refused with `MCPOOL_CLIENT_LIMIT_REACHED` (429). Clients together also leave an eighth
+   * of `maxActors` (at least 1) to the operator and `admin` clients, who hold no share. @default 16
+   */
+  maxActorsPerClient: number;
+  /**
    * Servers one session (a `POST /sessions`, a `/mcp` session, the warm set) starts at once; the
    * rest wait their turn, so a request naming dozens of servers does not start them all together. @default 4
    */
@@ -244,6 +250,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   maxInjectedServersPerRequest: 32,
   maxInjectedServersPerClient: 48,
   maxActors: 64,
+  maxActorsPerClient: 16,
   maxParallelSpawns: 4,
   actorHeartbeat: Object.freeze({ intervalMs: 500, timeoutMs: 5000, misses: 3 }),
   requestTimeoutMs: 30_000,
@@ -307,6 +314,7 @@ export const daemonSectionSchema = z
     maxInjectedServersPerRequest: z.number().int().min(0).max(10_000),
     maxInjectedServersPerClient: z.number().int().min(0).max(10_000),
     maxActors: z.number().int().min(1).max(10_000),
+    maxActorsPerClient: z.number().int().min(1).max(10_000),
     maxParallelSpawns: z.number().int().min(1).max(1000),
     actorHeartbeat: z
       .object({
@@ -364,6 +372,7 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_MAX_INJECTED_SERVERS_PER_REQUEST: { path: ['maxInjectedServersPerRequest'], parse: Number },
   MCPOOL_MAX_INJECTED_SERVERS_PER_CLIENT: { path: ['maxInjectedServersPerClient'], parse: Number },
   MCPOOL_MAX_ACTORS: { path: ['maxActors'], parse: Number },
+  MCPOOL_MAX_ACTORS_PER_CLIENT: { path: ['maxActorsPerClient'], parse: Number },
   MCPOOL_MAX_PARALLEL_SPAWNS: { path: ['maxParallelSpawns'], parse: Number },
 };
 
