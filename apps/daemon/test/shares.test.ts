@@ -8,8 +8,11 @@
  *   cap (an eighth).
  * - Dashboard sign-ins: a read token minting codes and sessions evicts only its own, never the
  *   operator's.
+ * - Connections: 256 idle sockets without a token (reopened as they close) leave a client with a
+ *   token answered every time; past its share of connections a client gets 429.
  */
 import { randomUUID } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, HTTP_STATUS } from '@mcpool/protocol';
@@ -147,5 +150,85 @@ describe('/mcp sessions and dashboard sign-ins: the operator keeps its headroom'
 
     expect((await withCookie(signedIn!)).statusCode).toBe(200);
     expect(await login(operatorCode)).toBeDefined();
+  }, 60_000);
+});
+
+describe('connections: admitted per principal after authentication, unauthenticated ones in a small pool', () => {
+  const ALICE = `alice-${randomUUID()}`;
+  let h: Harness;
+  let port: number;
+
+  beforeAll(async () => {
+    h = await harness({ mcpServers: {}, daemon: { clients: [{ id: 'alice', tokenEnv: 'SH_ALICE', rights: ['read'] }], maxConnectionsPerClient: 4, keepAliveTimeoutMs: 60_000 } }, { env: { SH_ALICE: ALICE } });
+    port = Number(new URL(await h.app.listen({ host: '127.0.0.1', port: 0 })).port);
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  /**
+   * One GET on a connection of its own, written by hand so the connection stays open afterwards
+   * (kept in `held` when given, else closed): its status, or the socket error's code.
+   */
+  const once = (token: string, held?: Socket[]): Promise<number | string> =>
+    new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let head = '';
+      const timer = setTimeout(() => socket.destroy(new Error('timed out')), 30_000);
+      const settle = (result: number | string): void => {
+        clearTimeout(timer);
+        if (held === undefined || typeof result !== 'number') socket.destroy();
+        else held.push(socket);
+        resolve(result);
+      };
+      socket.on('error', (error: NodeJS.ErrnoException) => settle(error.code ?? error.message));
+      socket.on('close', () => settle('closed'));
+      socket.on('data', (chunk: Buffer) => {
+        head += chunk.toString('latin1');
+        const status = /^HTTP\/1\.1 (\d{3})/.exec(head);
+        if (status !== null) settle(Number(status[1]));
+      });
+      socket.write(`GET /workspace/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    });
+
+  it('256 idle sockets without a token, reopened as they close, leave a client with a token answered every time', async () => {
+    const idle = new Set<Socket>();
+    let stopped = false;
+    let opened = 0;
+    const open = (): void => {
+      if (stopped || opened >= 2000) return;
+      opened += 1;
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        idle.delete(socket);
+        open();
+      });
+      idle.add(socket);
+    };
+    for (let i = 0; i < 256; i++) open();
+    await expect.poll(() => [...idle].filter((socket) => socket.readyState === 'open').length, { timeout: 30_000 }).toBeGreaterThan(0);
+    try {
+      const answers: (number | string)[] = [];
+      for (let i = 0; i < 30; i++) answers.push(await once(ALICE));
+      expect(answers).toEqual(Array(30).fill(200));
+    } finally {
+      stopped = true;
+      for (const socket of idle) socket.destroy();
+    }
+  }, 120_000);
+
+  it('a client holding its share of connections gets 429 on one more; the operator holds no share', async () => {
+    const held: Socket[] = [];
+    try {
+      for (let i = 0; i < 4; i++) expect(await once(ALICE, held)).toBe(200);
+      expect(await once(ALICE)).toBe(HTTP_STATUS[ErrorCode.CLIENT_LIMIT_REACHED]);
+      expect(await once(h.token)).toBe(200);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+    // Its connections closed, the client is admitted again.
+    await expect.poll(() => once(ALICE), { timeout: 30_000 }).toBe(200);
   }, 60_000);
 });

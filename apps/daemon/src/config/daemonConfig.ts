@@ -165,8 +165,20 @@ export interface DaemonSettings {
   headersTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. @default 5000 */
   keepAliveTimeoutMs: number;
-  /** Open connections from one remote address at most; a connection beyond it is closed at once. @default 256 */
+  /** Open connections from one remote address other than loopback at most; a connection beyond it is closed at once. @default 256 */
   maxConnectionsPerAddress: number;
+  /**
+   * Connections no request has authenticated yet, all addresses together; when full, the oldest is
+   * closed to admit a new one (an idle socket only ages; a client with a token leaves at its first
+   * request). @default 64
+   */
+  maxUnauthenticatedConnections: number;
+  /**
+   * Connections a request has authenticated, per client; a request on one more gets 429
+   * (`MCPOOL_CLIENT_LIMIT_REACHED`) and its connection is closed. Not for the operator or `admin`
+   * clients. @default 128
+   */
+  maxConnectionsPerClient: number;
   /**
    * TEST ONLY (the conformance suite cannot send a token): `/mcp` takes requests without a bearer
    * token. Refused unless `host` is 127.0.0.1 or ::1; logged loudly. The REST API still needs
@@ -257,6 +269,8 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
   maxConnectionsPerAddress: 256,
+  maxUnauthenticatedConnections: 64,
+  maxConnectionsPerClient: 128,
   insecureNoAuthLoopback: false,
   oauthClientMetadataUrl: undefined,
   telemetry: Object.freeze({ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60_000 }),
@@ -328,6 +342,8 @@ export const daemonSectionSchema = z
     headersTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     maxConnectionsPerAddress: z.number().int().min(1).max(100_000),
+    maxUnauthenticatedConnections: z.number().int().min(1).max(100_000),
+    maxConnectionsPerClient: z.number().int().min(1).max(100_000),
     insecureNoAuthLoopback: z.boolean(),
     // The MCP spec: an https URL with a path component.
     oauthClientMetadataUrl: z.string().regex(/^https:\/\/[^\s/?#]+\/[^\s#]+$/, 'an https:// URL with a path (where the client ID metadata document is)'),
