@@ -32,6 +32,7 @@ import type { DaemonSettings, LoadedConfig } from './config/daemonConfig.js';
 import { SYSTEM_CLOCK, type DaemonClock } from './daemon/clock.js';
 import { ConfigState } from './daemon/configState.js';
 import { EntryWatcher } from './daemon/entryWatcher.js';
+import { holdsNoShare } from './daemon/operatorHeadroom.js';
 import { daemonPoolOptions } from './daemon/poolOptions.js';
 import { RestSessions, type AdmissionLimit } from './daemon/restSessions.js';
 import { ServerSharing } from './daemon/serverSharing.js';
@@ -40,7 +41,7 @@ import { workspaceStatus } from './daemon/workspaceStatus.js';
 import { EventHub } from './events.js';
 import { DaemonMetrics } from './metrics.js';
 import { OAuthManager } from './oauth/oauthManager.js';
-import { configuredGrantsOnly } from './oauth/configuredGrants.js';
+import { configuredGrantsOnly, grantOwner } from './oauth/configuredGrants.js';
 import type { SecretRedactor } from './secrets.js';
 import type { SharedStore } from './store/sharedStore.js';
 import { catalogWriter, loadCatalog } from './store/sharedCatalog.js';
@@ -185,6 +186,7 @@ export class Daemon {
         onCatalogRecord: options.store?.kind === 'redis' ? catalogWriter(options.store, this.#logger) : undefined,
         overrides: options.poolOptions,
         defaultSharing: this.#sharing.policyOf,
+        holdsNoShare: (principal) => holdsNoShare(principal, this.#config.settings.clients),
       }),
     );
     const closing = (): boolean => this.#closing !== undefined;
@@ -320,8 +322,8 @@ export class Daemon {
 
   /**
    * `POST /workspace/mcp/:server/auth`: starts an OAuth flow for a configured remote server and
-   * answers where its user goes. `principal` is the caller: a `per-principal` server's grant is
-   * the caller's own.
+   * answers where its user goes. `principal` is the caller: the grant is the caller's own, used
+   * for the caller's connections only, unless the server's config says `oauth.shared`.
    *
    * @throws PoolError NOT_FOUND (unknown server), INVALID_ARGUMENT (not remote, or no OAuth client), AUTH_FAILED
    */
@@ -331,8 +333,7 @@ export class Daemon {
     if (config === undefined) throw new PoolError(ErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
     if (this.oauth === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'this daemon runs without an OAuth client (no state directory)');
     if (config.oauth?.enabled === false) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${name} has oauth.enabled: false in its config`);
-    const sharing = config.sharing ?? 'shared';
-    return this.oauth.start(name, config, sharing === 'per-principal' ? principal : undefined, options);
+    return this.oauth.start(name, config, grantOwner(config, principal), options);
   }
 
   /** A server was authorized: the holds that failed on its 401 acquire it again, and the gateway is told. */

@@ -68,11 +68,14 @@ describe('/mcp session caps', () => {
 
     // 2. beta is not affected: its initialize works.
     expect((await init(beta)).statusCode).toBe(200);
-    expect((await init(beta)).statusCode).toBe(200);
-    // 3. 5 open: the daemon-wide cap refuses beta (still under its own share) with 503: no client's session is ended for another's.
+    // 3. 4 open: the daemon-wide cap, less the operator's headroom (1 of 5), refuses beta (still
+    //    under its own share) with 503: no client's session is ended for another's.
     const global = await init(beta);
     expect(global.statusCode).toBe(HTTP_STATUS[ErrorCode.SESSION_CAP_REACHED]);
-    expect(global.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_CODE[ErrorCode.SESSION_CAP_REACHED], data: { code: ErrorCode.SESSION_CAP_REACHED }, message: expect.stringContaining('mcpMaxSessions 5') } });
+    expect(global.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_CODE[ErrorCode.SESSION_CAP_REACHED], data: { code: ErrorCode.SESSION_CAP_REACHED }, message: expect.stringContaining('mcpMaxSessions 5, the last 1 of which are kept for the operator') } });
+    // 4. The operator takes its headroom; then the cap holds for it too.
+    expect((await init({ token: h.token })).statusCode).toBe(200);
+    expect((await init({ token: h.token })).statusCode).toBe(HTTP_STATUS[ErrorCode.SESSION_CAP_REACHED]);
 
     const limits = (await status()).limits;
     expect(limits.mcpSessions).toEqual({ open: 5, max: 5, perClient: 3 });
@@ -81,7 +84,7 @@ describe('/mcp session caps', () => {
     expect(metrics).toMatch(/^mcpool_admission_limit\{limit="mcp_sessions_per_client"\} 3$/m);
     expect(metrics).toMatch(/^mcpool_mcp_session_evictions_total 1$/m);
     expect(metrics).not.toMatch(/^mcpool_admission_refusals_total\{limit="mcp_sessions_per_client"\}/m);
-    expect(metrics).toMatch(/^mcpool_admission_refusals_total\{limit="mcp_sessions"\} 1$/m);
+    expect(metrics).toMatch(/^mcpool_admission_refusals_total\{limit="mcp_sessions"\} 2$/m);
   });
 });
 

@@ -17,6 +17,7 @@
  *   bridge, and on a step-up): the command to run, with the scope a step-up adds.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -190,6 +191,46 @@ describe('authorization', () => {
     expect(servers.servers.find((server) => server.name === 'remote')?.status).not.toBe('failed');
     expect(servers.servers.find((server) => server.name === 'mine')?.error?.code).toBe('MCPOOL_AUTH_REQUIRED');
     expect((await echo(s.h, servers.id, 'configured')).statusCode).toBe(200);
+  });
+
+  describe('a grant is the principal’s who authorized', () => {
+    const ALICE = `alice-${randomUUID()}`;
+    const BOB = `bob-${randomUUID()}`;
+    const tenants = { clients: [{ id: 'alice', tokenEnv: 'OA_ALICE', rights: ['write'] }, { id: 'bob', tokenEnv: 'OA_BOB', rights: ['write'] }], env: { OA_ALICE: ALICE, OA_BOB: BOB } };
+    const sessionOf = async (s: Stack, token: string): Promise<string> => (await s.h.request({ method: 'POST', url: '/sessions', token, payload: { servers: ['remote'] } })).json<{ id: string }>().id;
+    const call = (s: Stack, token: string, session: string) => s.h.request({ method: 'POST', url: `/sessions/${session}/tools/call`, token, payload: { server: 'remote', name: 'echo', arguments: { text: 'hi' } } });
+
+    /** Alice runs the code flow for herself (the REST route with her token) and her session calls through. */
+    async function aliceAuthorizes(s: Stack): Promise<void> {
+      const started = await s.h.request({ method: 'POST', url: '/workspace/mcp/remote/auth', token: ALICE, payload: {} });
+      expect(started.statusCode).toBe(200);
+      expect(await s.as.approve(started.json<{ authorizationUrl: string }>().authorizationUrl)).toMatchObject({ status: 200 });
+      await until('alice’s session to call through', async () => (await call(s, ALICE, await sessionOf(s, ALICE))).statusCode === 200);
+    }
+
+    it('bob and the operator get no token from alice’s grant: their connections wait for their own authorization', async () => {
+      const s = await stack({ ...tenants });
+      await aliceAuthorizes(s);
+      const seen = bearerTokensSeen(s.mcp).size;
+      for (const token of [BOB, s.h.token]) {
+        const refused = await call(s, token, await sessionOf(s, token));
+        expect(refused.statusCode).toBe(503);
+        expect(refused.json()).toMatchObject({ code: 'MCPOOL_AUTH_REQUIRED' });
+      }
+      // Alice still calls through, and nobody else's request carried her token.
+      expect((await call(s, ALICE, await sessionOf(s, ALICE))).statusCode).toBe(200);
+      expect(bearerTokensSeen(s.mcp).size).toBe(seen);
+    });
+
+    it('with `oauth.shared: true` in the config, alice’s grant serves bob and the operator too', async () => {
+      const s = await stack({ ...tenants, remote: { oauth: { shared: true } } });
+      await aliceAuthorizes(s);
+      for (const token of [BOB, s.h.token]) {
+        const session = await sessionOf(s, token);
+        await until('the session to call through on the shared grant', async () => (await call(s, token, session)).statusCode === 200);
+      }
+      expect(bearerTokensSeen(s.mcp).size).toBe(1);
+    });
   });
 
   it('refreshes before expiry (calls go on), refreshes once on a refused token and sends the call again', async () => {

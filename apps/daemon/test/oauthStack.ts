@@ -26,6 +26,11 @@ export interface OAuthStackOptions {
   resourceScope?: string;
   /** Tools whose calls need a scope beyond `mcp:tools` (tool → scope): the MCP server answers 403 without it. */
   requireScopes?: Record<string, string>;
+  /** More fields of the `remote` server's config (`oauth`). */
+  remote?: Record<string, unknown>;
+  /** The daemon's `clients`, with their tokens in `env`. */
+  clients?: { id: string; tokenEnv: string; rights: string[] }[];
+  env?: Record<string, string>;
 }
 
 export async function oauthStack(open: (() => Promise<void>)[], options: OAuthStackOptions = {}): Promise<OAuthStack> {
@@ -43,7 +48,10 @@ export async function oauthStack(open: (() => Promise<void>)[], options: OAuthSt
   });
   open.push(() => mcp.close());
   check = as.verifier(mcp.url);
-  const h = await harness({ mcpServers: { remote: { type: 'http', url: mcp.url } } }, { oauth: true, start: false, logLevel: 'debug' });
+  const h = await harness(
+    { mcpServers: { remote: { type: 'http', url: mcp.url, ...options.remote } }, ...(options.clients === undefined ? {} : { daemon: { clients: options.clients } }) },
+    { oauth: true, start: false, logLevel: 'debug', ...(options.env === undefined ? {} : { env: options.env }) },
+  );
   open.push(() => h.close());
   const events: OAuthStack['events'] = [];
   const eventText: string[] = [];

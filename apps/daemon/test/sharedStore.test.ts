@@ -155,8 +155,8 @@ describe.skipIf(noRedis !== undefined)(`two replicas share upstream OAuth grants
     await vi.waitFor(async () => expect(await call(a)).toBe(200), { timeout: 60_000, interval: 200 });
     await vi.waitFor(async () => expect(await call(b)).toBe(200), { timeout: 60_000, interval: 200 });
 
-    // 2. Both hold the grant in memory; a refreshes it (the server rotates the refresh token).
-    const target = { serverName: 'remote', config: a.daemon.config.servers.remote!, principal: undefined };
+    // 2. Both hold the operator's grant (it authorized) in memory; a refreshes it (the server rotates the refresh token).
+    const target = { serverName: 'remote', config: a.daemon.config.servers.remote!, principal: 'operator' };
     const first = (await b.daemon.oauth!.authorization(target))!;
     expect(await a.daemon.oauth!.authorization(target)).toBe(first);
     const refreshes = as.tokenRequests.refresh_token ?? 0;

@@ -19,9 +19,9 @@ export interface EntryKey {
   /** The pool key: the connection id, plus the owner for entries that are not shared. */
   readonly id: ConnectionId;
   readonly placement: Placement;
-  /** The principal of a `per-principal` entry (for its credentials); undefined otherwise. */
+  /** The principal whose sessions alone use the entry (`per-principal`, `per-session`, unpooled), for its credentials; undefined for an entry principals share. */
   readonly principal: string | undefined;
-  /** Which authorization the entry needs: its server and, per principal, whose (unpooled entries of one config share it). */
+  /** Which authorization the entry needs: its server and, for an entry of one principal, whose. */
   readonly authKey: string;
   /**
    * The session a key is kept for when no other can reach it: an unpooled key (one entry ever)
@@ -66,8 +66,11 @@ export class PoolEntry {
   authRefusal: Promise<void> | undefined;
   /** The actor's start succeeded: a later failure is its reconnect's, not the start's (which the spawn reports). */
   started = false;
+  /** The principal whose acquire started the entry (its share of the actor cap counts it); a replacement keeps it. */
+  readonly startedBy: string | undefined;
 
-  constructor(init: { key: EntryKey; serverName: string; entryIndex: number; config: ServerConfig; pooled: boolean; thread: ConnectionThread }) {
+  constructor(init: { key: EntryKey; serverName: string; entryIndex: number; config: ServerConfig; pooled: boolean; thread: ConnectionThread; startedBy?: string | undefined }) {
+    this.startedBy = init.startedBy;
     this.key = init.key;
     this.serverName = init.serverName;
     this.entryIndex = init.entryIndex;

@@ -20,6 +20,7 @@ export type {
   UpstreamCredentials,
 } from './poolTypes.js';
 export type { ActorHostOptions } from './actorHost.js';
+export type { ActorShares } from './actorShares.js';
 export type { CatalogChange, CatalogFacts, CatalogList, CatalogRecord } from './catalog.js';
 export type { BudgetCell, BudgetOptions, BudgetStatus } from './budget.js';
 export type {

@@ -39,6 +39,7 @@ import {
 } from '@mcpool/protocol';
 import { countZombieChildren } from '@mcpool/protocol/processTree';
 import { ActorHost, DEFAULT_RESOURCE_LIMITS } from './actorHost.js';
+import { shareRefusal } from './actorShares.js';
 import { actorHeapMb } from './actorHeap.js';
 import { AuthGates, authRequiredError } from './authGates.js';
 import { WorkspaceBudget } from './budget.js';
@@ -202,7 +203,9 @@ export class McpTransportPool {
    * acquires the same entry twice gets the same view back.
    *
    * Rejects with `MCPOOL_POOL_DRAINING`, `MCPOOL_BUDGET_EXHAUSTED` (mode `enforce`),
-   * `MCPOOL_ACTOR_CAP_REACHED` (`maxActors` live threads, any budget mode),
+   * `MCPOOL_ACTOR_CAP_REACHED` (`maxActors` live threads, any budget mode, or only the threads
+   * `actorShares` keeps for exempt principals are left), `MCPOOL_CLIENT_LIMIT_REACHED` (the
+   * principal's share of `actorShares`),
    * `MCPOOL_CONFIG_INVALID`, `MCPOOL_INVALID_ARGUMENT` (a `per-principal` server acquired without
    * a principal), `MCPOOL_SERVER_FAILED` (the key is past its restart intensity),
    * `MCPOOL_AUTH_REQUIRED`, `MCPOOL_SPAWN_FAILED` / `MCPOOL_SPAWN_TIMEOUT` (every waiter of that
@@ -224,13 +227,14 @@ export class McpTransportPool {
     if (typeof name !== 'string' || name.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'name must be a non-empty string');
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'sessionId must be a non-empty string');
     if (typeof options !== 'object' || options === null) throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options must be an object');
-    const { principal, client, roots } = options;
+    const { principal, client, roots, countsAgainstShare = true } = options;
     if (principal !== undefined && (typeof principal !== 'string' || principal.length === 0)) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.principal must be a non-empty string');
     }
     if (client !== undefined && (typeof client !== 'object' || client === null || Array.isArray(client) || !isCloneable(client))) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.client must be a plain object of JSON-like values (it is sent to the actor thread)');
     }
+    if (typeof countsAgainstShare !== 'boolean') throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.countsAgainstShare must be a boolean');
     if (roots !== undefined && !isRootList(roots)) {
       throw new PoolError(ErrorCode.INVALID_ARGUMENT, 'options.roots must be an array of { uri: string, name?: string }');
     }
@@ -263,7 +267,10 @@ export class McpTransportPool {
             if (entry === undefined) {
               // A spawn that failed while this one waited for its slot set a backoff.
               this.#backoff.check(spawnKey, name);
-              entry = this.#spawn(name, key, config, pooled, sessionId);
+              const chargedTo = countsAgainstShare ? principal : undefined;
+              const refusal = shareRefusal(this.#options.actorShares, { serverName: name, principal: chargedTo, liveActors: this.#host.liveCount, maxActors: this.#options.maxActors, started: () => this.#startedBy(chargedTo!) });
+              if (refusal !== undefined) throw refusal;
+              entry = this.#spawn(name, key, config, pooled, sessionId, chargedTo);
               void entry.ready.then(slot, slot);
             } else slot();
           } catch (error) {
@@ -556,7 +563,7 @@ export class McpTransportPool {
     this.#supervisor.intensity.reset(tripped.key.id);
     if (this.#entries.has(tripped.key.id)) return result(true, 'reset');
     try {
-      const entry = this.#spawn(tripped.serverName, tripped.key, tripped.config, tripped.pooled, 'restart');
+      const entry = this.#spawn(tripped.serverName, tripped.key, tripped.config, tripped.pooled, 'restart', undefined);
       await entry.ready;
       this.#idleIfUnused(entry);
       return result(true, 'reset');
@@ -595,7 +602,14 @@ export class McpTransportPool {
   }
 
   /** Creates the entry on a thread of its own and starts its actor. Synchronous up to the point the entry is visible. */
-  #spawn(name: string, key: EntryKey, config: ServerConfig, pooled: boolean, sessionId: string): PoolEntry {
+  /** Live entries the acquires of `principal` started (bounded by `maxActors`). */
+  #startedBy(principal: string): number {
+    let count = 0;
+    for (const entry of this.#entries.values()) if (entry.startedBy === principal && !entry.terminal) count += 1;
+    return count;
+  }
+
+  #spawn(name: string, key: EntryKey, config: ServerConfig, pooled: boolean, sessionId: string, startedBy: string | undefined): PoolEntry {
     // Before the budget: a refusal here reserves nothing. The host counts a thread from its
     // creation (synchronous, below) to its exit, so concurrent spawns cannot overshoot.
     if (this.#host.liveCount >= this.#options.maxActors) {
@@ -619,7 +633,7 @@ export class McpTransportPool {
       this.#budget.release();
       throw error;
     }
-    const entry = new PoolEntry({ key, serverName: name, entryIndex, config, pooled, thread });
+    const entry = new PoolEntry({ key, serverName: name, entryIndex, config, pooled, thread, startedBy });
     this.#entries.set(key.id, entry);
     this.#emit({ type: 'statusChanged', serverName: name, entryIndex, generation: entry.generation, status: 'spawning' });
     thread.onEvent((ev, data) => this.#onActorEvent(entry, ev, data));
@@ -792,7 +806,7 @@ export class McpTransportPool {
     let replacement = this.#entries.get(dead.id);
     try {
       if (replacement === undefined || replacement.terminal) {
-        replacement = this.#spawn(dead.serverName, dead.key, dead.config, dead.pooled, 'restart');
+        replacement = this.#spawn(dead.serverName, dead.key, dead.config, dead.pooled, 'restart', dead.startedBy);
         log.info({ entryIndex: replacement.entryIndex, replaces: dead.entryIndex }, 'a held entry died: started its replacement');
       }
     } catch (error) {

@@ -7,6 +7,9 @@
  *   duplicates: the same folders in another order are the same workspace), one entry per set;
  * - `per-principal` / `per-session`: that id plus a salted digest of the principal or session, so
  *   neither keys nor the labels shown in snapshots can be matched to a guessed owner.
+ * An entry that one principal's sessions alone use (`per-principal`, `per-session`, unpooled) names
+ * that principal for its credentials, and waits for authorization apart from other principals'
+ * entries: a token is asked for whose it is, and one principal's missing grant closes no other's gate.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { ErrorCode, PoolError, connectionIdOf, type ConnectionId, type Root, type SharingPolicy } from '@mcpool/protocol';
@@ -39,7 +42,7 @@ export class PoolKeys {
     if (!pooled) {
       // One connection per acquire: its own entry, per-session already.
       const digest = this.ownerDigest('session', sessionId);
-      return { id: `${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId, placement: { sharing: 'per-session', ownerLabel: label(digest) }, principal: undefined, authKey: base, ownerSession: sessionId };
+      return { id: `${name}::unpooled-${++this.#unpooledSeq}` as ConnectionId, placement: { sharing: 'per-session', ownerLabel: label(digest) }, principal, authKey: this.#authKeyOf(base, principal), ownerSession: sessionId };
     }
     if (sharing === 'shared') return { id: base, placement: { sharing, ownerLabel: undefined }, principal: undefined, authKey: base, ownerSession: undefined };
     if (sharing === 'per-workspace') {
@@ -57,8 +60,13 @@ export class PoolKeys {
     // Not a parsable connection id on purpose: the owner part keeps entries of one fingerprint apart.
     const id = `${base}::${sharing}:${digest}` as ConnectionId;
     const placement = { sharing, ownerLabel: label(digest) };
-    if (sharing === 'per-principal') return { id, placement, principal, authKey: `${base}::${digest}`, ownerSession: undefined };
-    return { id, placement, principal: undefined, authKey: base, ownerSession: sessionId };
+    if (sharing === 'per-principal') return { id, placement, principal, authKey: this.#authKeyOf(base, principal), ownerSession: undefined };
+    return { id, placement, principal, authKey: this.#authKeyOf(base, principal), ownerSession: sessionId };
+  }
+
+  /** The authorization an entry of one principal waits for: its server's, that principal's own. */
+  #authKeyOf(base: ConnectionId, principal: string | undefined): string {
+    return principal === undefined ? base : `${base}::${this.ownerDigest('principal', principal)}`;
   }
 
   /** A salted digest of a principal or session: collision-free as a key part, opaque as a label. */

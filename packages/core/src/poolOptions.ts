@@ -2,6 +2,7 @@
  * The pool's options, checked eagerly ("options.X must be …") and with their defaults filled in.
  * No side effect: the constructor that calls this touches no disk, thread or timer.
  */
+import { resolveActorShares, type ActorShares } from './actorShares.js';
 import { DEFAULT_POOLED_TRANSPORTS, ErrorCode, PoolError, SHARING_POLICIES, type LogLevel, type ReconnectPolicy, type SharingPolicy, type TransportKind } from '@mcpool/protocol';
 import { DEFAULT_MAX_LINE_BYTES } from '@mcpool/protocol/lineReader';
 import type { DefaultSharing, McpTransportPoolOptions } from './poolTypes.js';
@@ -25,6 +26,7 @@ export interface ResolvedPoolOptions {
   defaultSharing: DefaultSharing;
   logLevel: LogLevel | 'silent' | undefined;
   maxActors: number;
+  actorShares: ActorShares | undefined;
   maxParallelSpawns: number;
   heartbeat: { intervalMs: number; timeoutMs: number; misses: number };
   restartIntensity: { maxRestarts: number; periodMs: number };
@@ -70,6 +72,7 @@ export function resolvePoolOptions(options: McpTransportPoolOptions): ResolvedPo
     defaultSharing,
     logLevel: options.logLevel,
     maxActors: integer('maxActors', options.maxActors, DEFAULT_MAX_ACTORS, 1),
+    actorShares: resolveActorShares(options.actorShares, integer('maxActors', options.maxActors, DEFAULT_MAX_ACTORS, 1)),
     maxParallelSpawns: integer('maxParallelSpawnsPerSession', options.maxParallelSpawnsPerSession, DEFAULT_MAX_PARALLEL_SPAWNS, 1),
     heartbeat: {
       intervalMs,

@@ -2,6 +2,7 @@
  * The public types of `McpTransportPool`: its options, what `acquire`, `restartByName` and
  * `drainAll` take and give, and the snapshot. Types only.
  */
+import type { ActorShares } from './actorShares.js';
 import type { LogLevel, Logger, PoolEvent, ReconnectPolicy, ServerConfig, SharingPolicy, TransportKind, WireError, EntryStatus, ViewClientInfo, Root } from '@mcpool/protocol';
 import type { ActorHostOptions } from './actorHost.js';
 import type { BudgetCell, BudgetOptions } from './budget.js';
@@ -34,6 +35,12 @@ export interface AcquireOptions {
    * (the sessions without roots share one entry). Ignored by servers of other policies.
    */
   roots?: readonly Root[];
+  /**
+   * Whether an entry this acquire starts counts against the principal's share of `actorShares`.
+   * `false` for what the host does on its own account (keeping a server warm for a principal),
+   * which no principal asked for. @default true
+   */
+  countsAgainstShare?: boolean;
 }
 
 export interface McpTransportPoolOptions {
@@ -92,6 +99,13 @@ export interface McpTransportPoolOptions {
    * `MCPOOL_ACTOR_CAP_REACHED`. Sized for a 2-core laptop. @default 64
    */
   maxActors?: number;
+  /**
+   * Shares of `maxActors` between principals: the live entries one principal's acquires may have
+   * started (`MCPOOL_CLIENT_LIMIT_REACHED` past it), and threads under the cap kept for exempt
+   * principals (a host's operator; `MCPOOL_ACTOR_CAP_REACHED` for the others). Acquires without a
+   * principal and attaches are never held by it. See `ActorShares`. @default no shares
+   */
+  actorShares?: ActorShares;
   /**
    * Spawns one session may have under way at once: a session that acquires many servers at once
    * (a REST session or a `/mcp` session naming dozens) starts them this many at a time, the rest
@@ -170,11 +184,15 @@ export interface McpTransportPoolOptions {
   credentials?: UpstreamCredentials;
 }
 
-/** Which server (and, for a `per-principal` server, whose) a token is asked for. */
+/** Which server (and, for an entry of one principal, whose) a token is asked for. */
 export interface CredentialTarget {
   serverName: string;
   config: ServerConfig;
-  /** Set for a `per-principal` server only: tokens of different principals must not mix. */
+  /**
+   * The principal whose sessions alone use the entry: a `per-principal` entry's, or the acquiring
+   * session's for a `per-session` or unpooled one (when it named a principal). Undefined for an
+   * entry that every principal shares. A host keeps tokens of different principals apart by it.
+   */
   principal: string | undefined;
 }
 

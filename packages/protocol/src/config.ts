@@ -54,6 +54,12 @@ export interface OAuthConfig {
   tokenUrl?: string;
   registrationUrl?: string;
   tokenParamName?: string;
+  /**
+   * mcpool: one grant serves every principal's connections (whoever ran `mcpool auth`). Without
+   * it a grant is the principal's who authorized it, used for that principal's connections only.
+   * @default false
+   */
+  shared?: boolean;
 }
 
 /**
@@ -198,6 +204,8 @@ const oauthSchema = z.object({
   tokenUrl: z.string().optional(),
   registrationUrl: z.string().optional(),
   tokenParamName: z.string().optional(),
+  /** One grant for every principal (the operator's word); otherwise a grant is its principal's own. */
+  shared: z.boolean().optional(),
 });
 
 /**
@@ -220,7 +228,7 @@ export const serverConfigSchema = z.object({
   oauth: oauthSchema
     .nullable()
     .optional()
-    .describe('an OAuth object (enabled: boolean, scopes/audiences: string arrays, other fields: strings)'),
+    .describe('an OAuth object (enabled/shared: booleans, scopes/audiences: string arrays, other fields: strings)'),
   sharing: z
     .enum(SHARING_POLICIES as [SharingPolicy, ...SharingPolicy[]])
     .optional()

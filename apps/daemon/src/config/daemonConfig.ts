@@ -141,6 +141,12 @@ export interface DaemonSettings {
    */
   maxActors: number;
   /**
+   * Live servers (actor threads) the sessions of one client may have started at once; a start past
+   * it is refused with `MCPOOL_CLIENT_LIMIT_REACHED` (429). Clients together also leave an eighth
+   * of `maxActors` (at least 1) to the operator and `admin` clients, who hold no share. @default 16
+   */
+  maxActorsPerClient: number;
+  /**
    * Servers one session (a `POST /sessions`, a `/mcp` session, the warm set) starts at once; the
    * rest wait their turn, so a request naming dozens of servers does not start them all together. @default 4
    */
@@ -159,8 +165,20 @@ export interface DaemonSettings {
   headersTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. @default 5000 */
   keepAliveTimeoutMs: number;
-  /** Open connections from one remote address at most; a connection beyond it is closed at once. @default 256 */
+  /** Open connections from one remote address other than loopback at most; a connection beyond it is closed at once. @default 256 */
   maxConnectionsPerAddress: number;
+  /**
+   * Connections no request has authenticated yet, all addresses together; when full, the oldest is
+   * closed to admit a new one (an idle socket only ages; a client with a token leaves at its first
+   * request). @default 64
+   */
+  maxUnauthenticatedConnections: number;
+  /**
+   * Connections a request has authenticated, per client; a request on one more gets 429
+   * (`MCPOOL_CLIENT_LIMIT_REACHED`) and its connection is closed. Not for the operator or `admin`
+   * clients. @default 128
+   */
+  maxConnectionsPerClient: number;
   /**
    * TEST ONLY (the conformance suite cannot send a token): `/mcp` takes requests without a bearer
    * token. Refused unless `host` is 127.0.0.1 or ::1; logged loudly. The REST API still needs
@@ -244,12 +262,15 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   maxInjectedServersPerRequest: 32,
   maxInjectedServersPerClient: 48,
   maxActors: 64,
+  maxActorsPerClient: 16,
   maxParallelSpawns: 4,
   actorHeartbeat: Object.freeze({ intervalMs: 500, timeoutMs: 5000, misses: 3 }),
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
   maxConnectionsPerAddress: 256,
+  maxUnauthenticatedConnections: 64,
+  maxConnectionsPerClient: 128,
   insecureNoAuthLoopback: false,
   oauthClientMetadataUrl: undefined,
   telemetry: Object.freeze({ otlpEndpoint: undefined, serviceName: 'mcpool', metricExportIntervalMs: 60_000 }),
@@ -307,6 +328,7 @@ export const daemonSectionSchema = z
     maxInjectedServersPerRequest: z.number().int().min(0).max(10_000),
     maxInjectedServersPerClient: z.number().int().min(0).max(10_000),
     maxActors: z.number().int().min(1).max(10_000),
+    maxActorsPerClient: z.number().int().min(1).max(10_000),
     maxParallelSpawns: z.number().int().min(1).max(1000),
     actorHeartbeat: z
       .object({
@@ -320,6 +342,8 @@ export const daemonSectionSchema = z
     headersTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     keepAliveTimeoutMs: z.number().int().min(100).max(3600 * 1000),
     maxConnectionsPerAddress: z.number().int().min(1).max(100_000),
+    maxUnauthenticatedConnections: z.number().int().min(1).max(100_000),
+    maxConnectionsPerClient: z.number().int().min(1).max(100_000),
     insecureNoAuthLoopback: z.boolean(),
     // The MCP spec: an https URL with a path component.
     oauthClientMetadataUrl: z.string().regex(/^https:\/\/[^\s/?#]+\/[^\s#]+$/, 'an https:// URL with a path (where the client ID metadata document is)'),
@@ -364,6 +388,7 @@ const ENV_OVERRIDES: Record<string, { path: string[]; parse: (raw: string) => un
   MCPOOL_MAX_INJECTED_SERVERS_PER_REQUEST: { path: ['maxInjectedServersPerRequest'], parse: Number },
   MCPOOL_MAX_INJECTED_SERVERS_PER_CLIENT: { path: ['maxInjectedServersPerClient'], parse: Number },
   MCPOOL_MAX_ACTORS: { path: ['maxActors'], parse: Number },
+  MCPOOL_MAX_ACTORS_PER_CLIENT: { path: ['maxActorsPerClient'], parse: Number },
   MCPOOL_MAX_PARALLEL_SPAWNS: { path: ['maxParallelSpawns'], parse: Number },
 };
 

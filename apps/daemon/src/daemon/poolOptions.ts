@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { McpTransportPoolOptions, PoolEvent, SharingDefaultInfo, SharingPolicy, UpstreamCredentials } from '@mcpool/core';
 import type { DaemonSettings } from '../config/daemonConfig.js';
+import { holdsNoShare, operatorHeadroom } from './operatorHeadroom.js';
 import { decideSharing } from './sharingDefaults.js';
 
 export interface DaemonPoolWiring {
@@ -22,6 +23,8 @@ export interface DaemonPoolWiring {
   onCatalogRecord?: ((fingerprint: string, text: string) => void) | undefined;
   /** Extra pool options, over the settings' (tests shorten timings). */
   overrides?: Partial<McpTransportPoolOptions> | undefined;
+  /** Whether a principal holds no share of `maxActors` (the operator, `admin` clients). @default the operator only */
+  holdsNoShare?: ((principal: string) => boolean) | undefined;
   /** The policy of a config without `sharing`, with what the daemon learned. @default {@link daemonDefaultSharing} */
   defaultSharing?: ((info: SharingDefaultInfo) => SharingPolicy) | undefined;
 }
@@ -37,6 +40,7 @@ export function daemonPoolOptions(s: Readonly<DaemonSettings>, wiring: DaemonPoo
     ...(s.spawnTimeoutMs === undefined ? {} : { spawnTimeoutMs: s.spawnTimeoutMs }),
     callTimeoutMs: s.callTimeoutMs,
     maxActors: s.maxActors,
+    actorShares: { perPrincipal: s.maxActorsPerClient, reserved: operatorHeadroom(s.maxActors), exempt: wiring.holdsNoShare ?? ((principal) => holdsNoShare(principal, [])) },
     maxParallelSpawnsPerSession: s.maxParallelSpawns,
     heartbeatIntervalMs: s.actorHeartbeat.intervalMs,
     heartbeatTimeoutMs: s.actorHeartbeat.timeoutMs,

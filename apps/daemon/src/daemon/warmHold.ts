@@ -150,7 +150,8 @@ export class WarmHold {
     try {
       // The warm hold makes no calls, so it may share the process of a per-principal server with
       // the principal that uses it (the operator's until another client's session uses it alone).
-      const view = await this.#pool.acquire(name, config, WARM_SESSION_ID, { principal: this.#sharing.holderOf(name) });
+      // The daemon's own hold: no client's share of the live servers pays for it.
+      const view = await this.#pool.acquire(name, config, WARM_SESSION_ID, { principal: this.#sharing.holderOf(name), countsAgainstShare: false });
       this.#learnSharing(name, config, view);
       const previous = this.#views.get(name);
       this.#errors.delete(name);

@@ -23,6 +23,7 @@ import { ErrorCode, draining, httpStatusOf, jsonRpcCodeOf, noSuchServer, serverF
 import { LegacySessions, ModernRouter, RpcCode, SEARCH_ENDPOINT, classifyEra, refusalBody, rpcErrorBody, writeModernAnswer, type LegacyOperation, type LegacySession, type ModernAnswer } from '@mcpool/gateway';
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
+import { holdsNoShare, operatorHeadroom } from '../daemon/operatorHeadroom.js';
 import type { SecretRedactor } from '../secrets.js';
 import type { ServerFailure, ServerOperation } from '../telemetry/serverTelemetry.js';
 import { ANONYMOUS_ID, accessOf, type GatewayAccess } from './access.js';
@@ -503,10 +504,13 @@ export class Gateway {
         message: `client ${principalId} has ${mine} open MCP sessions and listen streams, its limit (daemon.mcpMaxSessionsPerClient ${settings.mcpMaxSessionsPerClient}), and none is idle to make room; close some (DELETE)`,
       };
     }
-    if (this.size + this.#openingTotal >= settings.mcpMaxSessions) {
+    // Clients with a share leave the operator its headroom: four tokens at their shares cannot lock it out.
+    const headroom = holdsNoShare(principalId, settings.clients) ? 0 : operatorHeadroom(settings.mcpMaxSessions);
+    if (this.size + this.#openingTotal >= settings.mcpMaxSessions - headroom) {
       this.#daemon.refused('mcp_sessions');
-      this.#logger.warn({ client: principalId, max: settings.mcpMaxSessions }, 'gateway session refused: too many open sessions');
-      return { code: ErrorCode.SESSION_CAP_REACHED, message: `too many open MCP sessions and listen streams (daemon.mcpMaxSessions ${settings.mcpMaxSessions}); close some (DELETE) or wait for idle ones to expire` };
+      this.#logger.warn({ client: principalId, max: settings.mcpMaxSessions, headroom }, 'gateway session refused: too many open sessions');
+      const kept = headroom === 0 ? '' : `, the last ${headroom} of which are kept for the operator`;
+      return { code: ErrorCode.SESSION_CAP_REACHED, message: `too many open MCP sessions and listen streams (daemon.mcpMaxSessions ${settings.mcpMaxSessions}${kept}); close some (DELETE) or wait for idle ones to expire` };
     }
     return undefined;
   }

@@ -10,7 +10,7 @@ import type { CapabilitiesResponse, HealthResponse, Right } from '@mcpool/client
 import { OPERATOR_ID, type Principal } from '../auth.js';
 import type { Daemon } from '../daemon.js';
 import type { SecretRedactor } from '../secrets.js';
-import type { ErrorCode } from '@mcpool/protocol';
+import { ErrorCode as ProtocolErrorCode, PoolError, type ErrorCode } from '@mcpool/protocol';
 import { DaemonErrorCode, HttpError, classifyError, errorBody, statusOf } from './errors.js';
 import { buildOpenApi, type RouteDoc } from './openapi.js';
 import {
@@ -41,6 +41,8 @@ import { JwtUsers } from '../users/jwtUsers.js';
 import { keepBody, routeToOwners } from '../cluster/routing.js';
 import { METADATA_PATH, ProtectedResource } from '../users/protectedResource.js';
 import { cameOverLocalSocket } from './localSocket.js';
+import { ConnectionAdmission } from './connectionAdmission.js';
+import { holdsNoShare } from '../daemon/operatorHeadroom.js';
 
 /** Feature tags of `GET /capabilities`. Clients ignore tags they do not know. */
 export const CAPABILITIES: readonly string[] = Object.freeze([
@@ -303,6 +305,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     void parseJson(request, body as string, done);
   });
   limitConnectionsPerAddress(app.server, settings.maxConnectionsPerAddress, logger.child({ component: 'http' }));
+  const admission = new ConnectionAdmission(app.server, {
+    maxUnauthenticated: settings.maxUnauthenticatedConnections,
+    perClient: settings.maxConnectionsPerClient,
+    holdsNoShare: (principal) => holdsNoShare(principal, daemon.settings.clients),
+    logger: logger.child({ component: 'http' }),
+  });
 
   let cachedFor: unknown;
   let cached: SecurityPolicy | undefined;
@@ -330,6 +338,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const operator: Principal = { id: OPERATOR_ID, rights: new Set<Right>(['read', 'write']) };
   const connectionPrincipal = (request: FastifyRequest) => (cameOverLocalSocket(request.raw) ? operator : undefined);
   app.addHook('onRequest', securityHook(policy, daemon.tokens, { anonymous: gateway.anonymousPrincipal, cookieSession, connectionPrincipal, ...(users === undefined ? {} : { users }) }));
+  // Authenticated: the connection leaves the unauthenticated pool and counts against its principal.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.principal === null || cameOverLocalSocket(request.raw) || admission.admit(request.raw.socket, request.principal.id)) return;
+    reply.header('connection', 'close');
+    throw new PoolError(ProtocolErrorCode.CLIENT_LIMIT_REACHED, `client ${request.principal.id} holds ${daemon.settings.maxConnectionsPerClient} open connections, its limit (daemon.maxConnectionsPerClient); close some`, {
+      data: { limit: 'maxConnectionsPerClient', max: daemon.settings.maxConnectionsPerClient },
+    });
+  });
   // A replica of a cluster: every answer names it; a session or a continuation another replica holds goes there.
   if (daemon.cluster !== undefined) routeToOwners(app, daemon.cluster);
   if (users !== undefined) {

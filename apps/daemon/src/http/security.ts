@@ -211,17 +211,20 @@ export function serverTimeouts(settings: { requestTimeoutMs: number; headersTime
 }
 
 /**
- * Caps the open connections of each remote address: a connection beyond `max` is destroyed as it
- * arrives, before any byte of it is read, so one client holding many sockets (slow bodies, idle
- * keep-alives) cannot take the file descriptors every other client needs. Other connections,
- * including that address's first `max`, are not touched. Logged once each time an address reaches
- * the cap (not per refusal: a client retrying in a loop must not flood the log).
+ * Caps the open connections of each remote address other than loopback: a connection beyond `max`
+ * is destroyed as it arrives, before any byte of it is read, so one host holding many sockets (slow
+ * bodies, idle keep-alives) cannot take the file descriptors every other client needs. Loopback is
+ * every local client at once, so a cap on it is a cap on the machine: local connections are admitted
+ * per principal instead (`connectionAdmission.ts`). Other connections, including that address's
+ * first `max`, are not touched. Logged once each time an address reaches the cap (not per refusal:
+ * a client retrying in a loop must not flood the log).
  */
 export function limitConnectionsPerAddress(server: Server, max: number, logger: Pick<Logger, 'warn'>): void {
   const open = new Map<string, number>();
   const capped = new Set<string>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? 'unknown';
+    if (isLoopbackAddress(address)) return;
     const count = open.get(address) ?? 0;
     if (count >= max) {
       if (!capped.has(address)) {
@@ -239,4 +242,9 @@ export function limitConnectionsPerAddress(server: Server, max: number, logger: 
       if (left < max) capped.delete(address);
     });
   });
+}
+
+/** 127.0.0.0/8, ::1 and their IPv4-mapped form: a connection from this machine. */
+function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }

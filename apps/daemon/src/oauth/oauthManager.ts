@@ -3,9 +3,10 @@
  * profiles it), built on `oauth4webapi`. It is the pool's `credentials`: the pool asks it for an
  * `Authorization` value before each connect and tells it when a server refused one.
  *
- * - One grant per key (server URL + client id, + principal for a `per-principal` server), kept in
- *   the state directory (`TokenStore`, mode 0600) and in memory. Every session of the daemon uses
- *   that one grant: authorizing once is enough for all of them.
+ * - One grant per key (server URL + client id, + the principal it was granted to, unless it is
+ *   shared: see `configuredGrants.ts`), kept in the state directory (`TokenStore`, mode 0600) and
+ *   in memory. Every session of that principal uses that one grant: authorizing once is enough
+ *   for all of them.
  * - Flows: authorization code + PKCE (S256) with a loopback redirect (RFC 8252: a listener on
  *   127.0.0.1, port chosen by the system, for this one flow), and the device authorization grant
  *   (RFC 8628) when the authorization server offers it. Both send the resource indicator

@@ -2,8 +2,8 @@
  * OAuth grants in the shared store's `oauth` namespace, one JSON value per key: on one machine
  * the state directory (`<stateDir>/oauth/<key>.json`, 0600), on a team's replicas Redis, so a
  * grant made or refreshed on one replica is the one every replica uses. The key is a digest of
- * what must not share a token: the server's URL and client id, and the principal for a
- * `per-principal` server (a signed-in user's grant is theirs alone). Keys are the digest, so
+ * what must not share a token: the server's URL and client id, and the principal the grant was
+ * given to (a grant is theirs alone unless the config shares it). Keys are the digest, so
  * nothing about the server or principal shows in a listing.
  */
 import { createHash } from 'node:crypto';
