@@ -112,6 +112,9 @@ describe('the local socket', () => {
 
     const sessions = await cli(w.stateDir, ['sessions']);
     expect(sessions.code, sessions.err).toBe(0);
+    // The socket is the operator's: the daemon-wide routes (restart, reload) need `admin`, and it has it.
+    const restart = await cli(w.stateDir, ['restart', 'echo']);
+    expect(restart.code, restart.err).toBe(0);
 
     // TCP is unchanged: no token, no answer.
     expect((await fetch(`${daemon.url}/workspace/mcp`)).status).toBe(401);
