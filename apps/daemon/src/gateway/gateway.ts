@@ -32,7 +32,7 @@ import { isIdle, leastRecentlyUsedIdle } from './idleSessions.js';
 export interface GatewayOptions {
   daemon: Daemon;
   logger: Logger;
-  /** What leaves through `/mcp` is scrubbed of every secret the daemon knows, as REST bodies are. */
+  /** What leaves through `/mcp` is scrubbed of the daemon's credentials, as REST bodies are (each server's own secrets are its connection's). */
   redactor: SecretRedactor;
 }
 
@@ -160,7 +160,7 @@ export class Gateway {
       logger: this.#logger,
       callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
       // Every message a session sends goes through the secret policy first (one place: the wire's encode).
-      encode: (message) => this.#redactor.scrubValue(message),
+      encode: (message) => this.#redactor.scrubAnswer(message),
       observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
       ...(this.#daemon.telemetry === undefined ? {} : { around: (operation, serve) => this.#daemon.telemetry!.server.run(serverOperation(operation), serve, rpcFailure) }),
       joinDeadline: (name) => this.#joinDeadline(name),
@@ -446,9 +446,9 @@ export class Gateway {
   /**
    * Writes a modern answer on the socket itself, as a legacy session's wire writes its own:
    * fastify's reply pipeline (serializer, hooks, header merging) cost more than the answer.
-   * Hijacked, so no hook of the app sees it: what leaves is scrubbed of every secret here (a
-   * JSON body as text, each streamed message as it goes), and the headers fastify set so far
-   * (CORS) go along.
+   * Hijacked, so no hook of the app sees it: what leaves is scrubbed of the daemon's credentials
+   * here (a JSON body as a value, each streamed message as it goes; each server's own secrets are
+   * its connection's), and the headers fastify set so far (CORS) go along.
    */
   async #write(reply: FastifyReply, answer: ModernAnswer, gone: AbortSignal): Promise<void> {
     const raw = reply.raw;
@@ -457,8 +457,8 @@ export class Gateway {
     if (answer.kind === 'stream') this.#modernResponses.add(raw);
     try {
       await writeModernAnswer(raw, answer, {
-        encodeText: (json) => this.#redactor.scrub(json),
-        encode: (message) => this.#redactor.scrubValue(message),
+        encodeText: (json) => this.#redactor.scrubBody(json),
+        encode: (message) => this.#redactor.scrubAnswer(message),
         keepAliveMs: this.#daemon.settings.heartbeatMs,
         signal: gone,
       });

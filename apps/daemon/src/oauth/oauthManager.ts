@@ -171,6 +171,7 @@ export class OAuthManager implements UpstreamCredentials {
   async forget(config: ServerConfig, principal: string | undefined): Promise<void> {
     const key = keyOf(config, principal);
     this.#grants.set(key, undefined);
+    this.#options.redactor.drop(`oauth:${key}`);
     clearTimeout(this.#timers.get(key));
     this.#timers.delete(key);
     await this.#store.remove(key);
@@ -343,7 +344,8 @@ export class OAuthManager implements UpstreamCredentials {
         insecureFor(new URL(as.registration_endpoint)),
       );
       const registered = await registrationOf(response);
-      this.#options.redactor.add(registered.client_secret);
+      // The grant that follows holds the client secret (and replaces this owner's entry); until then it is this registration's.
+      this.#options.redactor.setCredentials(`oauth-client:${registered.client_id}`, [registered.client_secret]);
       const client: FlowClient = {
         client_id: registered.client_id,
         ...(registered.client_secret === undefined ? {} : { client_secret: registered.client_secret }),
@@ -358,7 +360,7 @@ export class OAuthManager implements UpstreamCredentials {
   async #granted(serverName: string, key: string, discovered: Discovered, client: FlowClient, tokens: oauth.TokenEndpointResponse): Promise<void> {
     const grant = { ...grantOf(discovered.resource, discovered.as, client, tokens, undefined), ...(discovered.scopes === undefined ? {} : { requestedScopes: discovered.scopes }) };
     if (discovered.scopes !== undefined) this.#requested.set(key, discovered.scopes);
-    this.#remember(grant);
+    this.#remember(key, grant);
     await this.#store.write(key, grant);
     this.#grants.set(key, grant);
     this.#schedule(key, serverName, grant);
@@ -369,7 +371,7 @@ export class OAuthManager implements UpstreamCredentials {
   async #grant(key: string): Promise<StoredGrant | undefined> {
     if (this.#grants.has(key)) return this.#grants.get(key);
     const grant = await this.#store.read(key);
-    if (grant !== undefined) this.#remember(grant);
+    if (grant !== undefined) this.#remember(key, grant);
     if (!this.#grants.has(key)) this.#grants.set(key, grant);
     return this.#grants.get(key);
   }
@@ -381,7 +383,7 @@ export class OAuthManager implements UpstreamCredentials {
   async #newerInStore(key: string, serverName: string, grant: StoredGrant): Promise<StoredGrant | undefined> {
     const stored = await this.#store.read(key);
     if (stored === undefined || (stored.accessToken === grant.accessToken && stored.refreshToken === grant.refreshToken)) return undefined;
-    this.#remember(stored);
+    this.#remember(key, stored);
     this.#grants.set(key, stored);
     this.#schedule(key, serverName, stored);
     this.#options.onRefreshed(serverName);
@@ -414,7 +416,7 @@ export class OAuthManager implements UpstreamCredentials {
         });
         const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
         const next = { ...grantOf(grant.resource, grant.as, client, tokens, grant.refreshToken), ...(grant.requestedScopes === undefined ? {} : { requestedScopes: grant.requestedScopes }) };
-        this.#remember(next);
+        this.#remember(key, next);
         await this.#store.write(key, next);
         this.#grants.set(key, next);
         this.#schedule(key, serverName, next);
@@ -453,10 +455,9 @@ export class OAuthManager implements UpstreamCredentials {
     this.#timers.set(key, timer);
   }
 
-  #remember(grant: StoredGrant): void {
-    this.#options.redactor.add(grant.accessToken);
-    this.#options.redactor.add(grant.refreshToken);
-    this.#options.redactor.add(grant.client.client_secret);
+  /** A grant's tokens are credentials while it is held: a refresh replaces them, `forget` drops them. */
+  #remember(key: string, grant: StoredGrant): void {
+    this.#options.redactor.setCredentials(`oauth:${key}`, [grant.accessToken, grant.refreshToken, grant.client.client_secret]);
   }
 }
 
