@@ -279,6 +279,17 @@ describe('subscriptions/listen', () => {
     listen.close();
   });
 
+  it('one listen subscribing to more than 256 distinct resources is refused whole with the typed error; duplicates count once', async () => {
+    const uris = Array.from({ length: 257 }, (_, i) => `nope://r/${i}`);
+    const refused = await modern('subscriptions/listen', { notifications: { resourceSubscriptions: uris } }, { path: '/mcp/dual' });
+    expect(refused.status).toBe(400);
+    expect(responseOf(refused).error).toMatchObject({ code: -32602, data: { code: 'MCPOOL_REQUEST_TOO_LARGE', requested: 257, max: 256 } });
+    // 256 distinct, each named twice: within the bound (none is this server's, so it completes at once).
+    const accepted = await modern('subscriptions/listen', { notifications: { resourceSubscriptions: [...uris.slice(0, 256), ...uris.slice(0, 256)] } }, { path: '/mcp/dual' });
+    expect(accepted.status).toBe(200);
+    expect(messagesOf(accepted)[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { resourceSubscriptions: [] } } });
+  });
+
   it('a filter with nothing to honour is acknowledged and completed at once', async () => {
     const answer = await modern('subscriptions/listen', { notifications: {} }, { path: '/mcp/dual' });
     const messages = messagesOf(answer);

@@ -52,6 +52,8 @@ export interface HandlerDeps {
   joinDeadline?(name: string): number;
   observeCall?(server: string, ok: boolean, seconds: number): void;
   admitListen?(principal: string): { code: ErrorCode; message: string } | undefined;
+  /** The most distinct resource URIs one listen may subscribe to. */
+  maxListenSubscriptions?: number;
 }
 
 /** The method table: the router dispatches a request to the handler its method names. */
@@ -135,6 +137,7 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
         access: ctx.access,
         signal: ctx.signal,
         ...(deps.admitListen === undefined ? {} : { admit: () => deps.admitListen!(ctx.principal) }),
+        ...(deps.maxListenSubscriptions === undefined ? {} : { maxSubscriptions: deps.maxListenSubscriptions }),
       });
     },
   };

@@ -83,6 +83,13 @@ export interface ModernRouterOptions {
    * as a legacy session does, so a host counts them against the same caps.
    */
   admitListen?(principal: string): { code: ErrorCode; message: string } | undefined;
+  /**
+   * The most distinct resource URIs one `subscriptions/listen` may subscribe to: each is an
+   * upstream `resources/subscribe` and state held while the listen lives, so a longer list is
+   * refused whole (`MCPOOL_REQUEST_TOO_LARGE`) before anything is subscribed.
+   * @default 256
+   */
+  maxListenSubscriptions?: number;
 }
 
 /**
@@ -110,6 +117,7 @@ export class ModernRouter {
       ...(options.joinDeadline === undefined ? {} : { joinDeadline: (name: string) => options.joinDeadline!(name) }),
       observeCall: (server, ok, seconds) => options.observeCall?.(server, ok, seconds),
       ...(options.admitListen === undefined ? {} : { admitListen: (principal: string) => options.admitListen!(principal) }),
+      ...(options.maxListenSubscriptions === undefined ? {} : { maxListenSubscriptions: options.maxListenSubscriptions }),
     });
   }
 
