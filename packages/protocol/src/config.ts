@@ -737,7 +737,6 @@ export interface ParsedServerEntries {
  */
 function unsafeServerName(name: string): string | undefined {
   if (name === '__proto__' || name === 'constructor' || name === 'prototype') return `got ${JSON.stringify(name)}`;
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return `got ${JSON.stringify(name)}, which holds a control character`;
   return undefined;
 }

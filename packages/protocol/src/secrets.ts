@@ -162,7 +162,7 @@ export class SecretSet {
     for (const key of ['result', 'error', 'params'] as const) {
       if (message[key] === undefined) continue;
       const scrubbed = this.#scrubDeep(message[key], 0);
-      if (scrubbed !== message[key]) (out ??= { ...message })[key] = scrubbed as T[typeof key];
+      if (scrubbed !== message[key]) (out ??= { ...message })[key] = scrubbed;
     }
     return out ?? message;
   }
