@@ -5,7 +5,8 @@
  *
  * - A value of {@link MIN_SECRET_LENGTH} characters or more is a secret wherever it appears in a
  *   string, unless its name is one of the well-known names that never hold one (`HOME`, `PATH`,
- *   `NODE_ENV`, `LANG`, …: {@link isPublicName}).
+ *   `NODE_ENV`, `LANG`, …: {@link isPublicName}), or it is a filesystem path under a name that
+ *   does not say secret (`WORKSPACE=/home/bob/project`).
  * - A shorter value is a secret only when its name says so ({@link isSecretName}: `TOKEN`, `KEY`,
  *   `PIN`, `PASSWORD`, `AUTH`, …), and then it is scrubbed as a whole word only (a 6-digit PIN
  *   never turns "1234567890" into garbage). Under {@link MIN_SHORT_SECRET_LENGTH} characters it
@@ -38,7 +39,8 @@ const PUBLIC_NAMES = new Set([
 ]);
 /** Name prefixes of the same kind (locale and XDG directories). */
 const PUBLIC_PREFIXES = ['lc_', 'xdg_'];
-const SECRET_WORDS = /token|secret|passw|passphrase|pin|key|auth|cred|cookie|private|signature|session/i;
+/** A name part ending in one of these says its value is a secret (`API_KEY`, `SHORTPIN`, `clientSecret`; not `MAX_TOKENS`). */
+const SECRET_WORDS = ['TOKEN', 'SECRET', 'PASSWORD', 'PASSWD', 'PASS', 'PASSPHRASE', 'PIN', 'KEY', 'AUTH', 'AUTHORIZATION', 'CREDENTIAL', 'CREDENTIALS', 'COOKIE', 'PRIVATE', 'SIGNATURE'];
 
 /** True for an env or header name whose value is never a secret (`HOME`, `PATH`, `NODE_ENV`, `Accept`…). */
 export function isPublicName(name: string): boolean {
@@ -46,17 +48,26 @@ export function isPublicName(name: string): boolean {
   return PUBLIC_NAMES.has(lower) || PUBLIC_PREFIXES.some((prefix) => lower.startsWith(prefix));
 }
 
-/** True for a name that says its value is a secret (`API_KEY`, `GITHUB_TOKEN`, `PIN`, `Authorization`…). */
+/** True for a name that says its value is a secret (`API_KEY`, `GITHUB_TOKEN`, `PIN`, `Authorization`, `clientSecret`…). */
 export function isSecretName(name: string): boolean {
-  return SECRET_WORDS.test(name) && !isPublicName(name);
+  if (isPublicName(name)) return false;
+  const parts = name.split(/[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])/).map((part) => part.toUpperCase());
+  return parts.some((part) => SECRET_WORDS.some((word) => part.endsWith(word)));
 }
 
 /** What the rule makes of one named value: a secret, too short to protect, or nothing. */
 export function classifySecret(name: string, value: unknown): Secret | 'too-short' | undefined {
   if (typeof value !== 'string' || value.length === 0) return undefined;
-  if (value.length >= MIN_SECRET_LENGTH) return isPublicName(name) ? undefined : { value, wholeWord: false };
+  // A filesystem path names where something is, not what it is: scrubbing a workspace path would
+  // garble every result of a filesystem server. A secret-named one (`KEY_FILE`) is still a secret.
+  if (value.length >= MIN_SECRET_LENGTH) return isPublicName(name) || (isPath(value) && !isSecretName(name)) ? undefined : { value, wholeWord: false };
   if (!isSecretName(name)) return undefined;
   return value.length >= MIN_SHORT_SECRET_LENGTH ? { value, wholeWord: true } : 'too-short';
+}
+
+/** An absolute POSIX, home-relative or Windows path, with nothing in it but path characters. */
+function isPath(value: string): boolean {
+  return /^(?:\/|~\/|[A-Za-z]:[\\/])[\w.\-/\\ ]*$/.test(value);
 }
 
 /** The secrets of a server config: env values, header values, the OAuth client secret. */

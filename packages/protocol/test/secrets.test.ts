@@ -12,12 +12,20 @@ describe('which values are secrets', () => {
     expect(classifySecret('NODE_ENV', 'production')).toBeUndefined();
     expect(classifySecret('LC_ALL', 'en_US.UTF-8')).toBeUndefined();
     expect(classifySecret('Accept', 'application/json')).toBeUndefined();
+    // A path is where something is: not a secret unless its name says so.
+    expect(classifySecret('WORKSPACE_DIR', '/home/bob/project')).toBeUndefined();
+    expect(classifySecret('ROOT', 'C:\\Users\\bob\\src')).toBeUndefined();
+    expect(classifySecret('KEY_FILE', '/home/bob/.ssh/id_ed25519')).toEqual({ value: '/home/bob/.ssh/id_ed25519', wholeWord: false });
+    expect(classifySecret('DSN', '/db?password=hunter22')).toEqual({ value: '/db?password=hunter22', wholeWord: false });
   });
 
   it('short values are secrets only when their name says so, matched as whole words; too short ones are reported', () => {
     expect(classifySecret('SHORTPIN', '1234567')).toEqual({ value: '1234567', wholeWord: true });
     expect(classifySecret('X-Api-Key', 'abcd')).toEqual({ value: 'abcd', wholeWord: true });
     expect(classifySecret('DEBUG', 'true')).toBeUndefined();
+    // A name part must end in the word: a count of tokens is not a token.
+    expect(classifySecret('MAX_TOKENS', '4096')).toBeUndefined();
+    expect(classifySecret('clientSecret', 'abcd')).toEqual({ value: 'abcd', wholeWord: true });
     expect(classifySecret('PIN', '12')).toBe('too-short');
     const found = secretsOfConfig({ env: { PIN: '12', LEVEL: 'info', TOKEN: 'abcdef' }, headers: { Authorization: 'Bearer tok-1234567890' }, oauth: { clientSecret: 'cs-0123456789' } });
     expect(found.unprotected).toEqual(['env.PIN']);
