@@ -22,7 +22,8 @@ const TEXT = 'deploy to production from /home/bob/project; "jsonrpc":"2.0", prot
 
 const mark = marker('redaction-tenancy');
 const servers = {
-  echo: fixtureConfig('echo.mjs', mark),
+  // A short secret-named value (scrubbed as a whole word) and one too short to scrub (a warning at load).
+  echo: fixtureConfig('echo.mjs', mark, { env: { SHORTPIN: '1234567', PIN: '12' } }),
   leaky: fixtureConfig('leaky.mjs', mark, { env: { FIXTURE_SECRET: LEAKY_SECRET } }),
 };
 const daemonSettings = {
@@ -67,10 +68,11 @@ async function bobSees(daemon: DaemonProcess): Promise<{ answers: Record<string,
   const session = JSON.parse((await rest(daemon, BOB, 'POST', '/sessions', { servers: ['echo', 'leaky'] })).text) as { id: string };
   const restCall = await rest(daemon, BOB, 'POST', `/sessions/${session.id}/tools/call`, { server: 'echo', name: 'echo', arguments: { text: TEXT } });
   const restLeak = await rest(daemon, BOB, 'POST', `/sessions/${session.id}/tools/call`, { server: 'leaky', name: 'leak' });
+  const restShortPin = await rest(daemon, BOB, 'POST', `/sessions/${session.id}/tools/call`, { server: 'echo', name: 'env', arguments: { name: 'SHORTPIN' } });
   await rest(daemon, BOB, 'DELETE', `/sessions/${session.id}`);
   const workspace = await rest(daemon, BOB, 'GET', '/workspace/mcp');
   return {
-    answers: { init: init.body, legacyCall: legacyCall.body, legacyLeak: legacyLeak.body, modernCall: modernCall.body, modernList: modernList.body, restCall: restCall.text, restLeak: restLeak.text },
+    answers: { init: init.body, legacyCall: legacyCall.body, legacyLeak: legacyLeak.body, modernCall: modernCall.body, modernList: modernList.body, restCall: restCall.text, restLeak: restLeak.text, restShortPin: restShortPin.text },
     workspace: workspace.text,
   };
 }
@@ -106,6 +108,10 @@ describe('a poisoned redactor', () => {
       expect(answers[name], name).toContain('[redacted]');
       expect(answers[name], name).not.toContain(LEAKY_SECRET);
     }
+    // A 7-character PIN is a secret by its name, scrubbed as a whole word.
+    expect(JSON.parse(answers.restShortPin!)).toMatchObject({ result: { content: [{ text: '[redacted]' }] } });
+    // One too short to scrub is not skipped silently: the operator is told which, never its value.
+    expect(poisoned.out()).toMatch(/"values":\["env.PIN"\].*too short to be scrubbed/);
   }, 120_000);
 
   it('keeps an injected secret out of the log while its session lives, and forgets it when the session ends', async () => {
