@@ -717,9 +717,15 @@ async function closeTransport(client: UpstreamClient): Promise<SweepResult | und
   return tree === undefined ? undefined : sweepTracked(tree, { graceMs: 500, skipRoot: true });
 }
 
+/** The secrets of a config opened without a `secrets` source, computed once per open. */
+const configSecrets = new WeakMap<OpenConnectionOptions, SecretSet>();
+
 /** The server's own secrets now (see {@link OpenConnectionOptions.secrets}). */
 function secretsOf(options: OpenConnectionOptions): SecretSet {
-  return options.secrets?.() ?? secretSetOf(options.config);
+  if (options.secrets !== undefined) return options.secrets();
+  let secrets = configSecrets.get(options);
+  if (secrets === undefined) configSecrets.set(options, (secrets = secretSetOf(options.config)));
+  return secrets;
 }
 
 /**
@@ -735,8 +741,7 @@ export function scrubbedError(error: PoolError, secrets: SecretSet): PoolError {
 
 /** The upstream client of a connection: every message its server sends is scrubbed of that server's own secrets first. */
 function clientOptions(options: OpenConnectionOptions): UpstreamClientOptions {
-  const own = options.secrets ?? ((fixed) => () => fixed)(secretSetOf(options.config));
-  return { cancelBy: 'notification', logger: options.logger, roots: options.roots, scrub: (message) => own().scrubMessage(message) };
+  return { cancelBy: 'notification', logger: options.logger, roots: options.roots, scrub: (message) => secretsOf(options).scrubMessage(message) };
 }
 
 function emptyLists(): Lists {
