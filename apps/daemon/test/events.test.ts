@@ -128,7 +128,8 @@ describe('entry status lines', () => {
   it('an entry going draining and active again as sessions come and go is logged at debug; its birth and end at info', async () => {
     const mark = marker('status-churn');
     // Per-principal: the client's sessions have an entry of their own, which drains when they leave.
-    const h = await harness({ mcpServers: { echo: { ...fixtureConfig('echo.mjs', mark), sharing: 'per-principal' } }, daemon: { clients: [{ id: 'ci', tokenEnv: 'CI_TOKEN', rights: ['read', 'write'] }] } }, { env: { CI_TOKEN: 'ci-token-0123456789abcdef' }, logLevel: 'debug', marks: [mark] });
+    // No warm hold: it follows whoever uses a per-client server alone, so it would keep that entry active.
+    const h = await harness({ mcpServers: { echo: { ...fixtureConfig('echo.mjs', mark), sharing: 'per-principal' } }, daemon: { keepWarm: false, clients: [{ id: 'ci', tokenEnv: 'CI_TOKEN', rights: ['read', 'write'] }] } }, { env: { CI_TOKEN: 'ci-token-0123456789abcdef' }, logLevel: 'debug', marks: [mark] });
     try {
       for (let round = 0; round < 3; round++) {
         const created = await h.request({ method: 'POST', url: '/sessions', token: 'ci-token-0123456789abcdef', payload: { servers: ['echo'] } });
