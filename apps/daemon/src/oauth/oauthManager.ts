@@ -410,7 +410,7 @@ export class OAuthManager implements UpstreamCredentials {
         const response = await oauth.refreshTokenGrantRequest(grant.as, client, auth, grant.refreshToken, {
           additionalParameters: { resource: grant.resource },
           // A token endpoint that never answers must not hold the refresh (and every caller of
-          // the key): the guarded fetch sets no deadline of its own.
+          // the key): fetch itself would wait for minutes.
           signal: AbortSignal.timeout(this.#options.refreshTimeoutMs ?? DEFAULT_REFRESH_TIMEOUT_MS),
           ...insecureFor(new URL(grant.as.token_endpoint!)),
         });
