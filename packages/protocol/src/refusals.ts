@@ -62,8 +62,9 @@ export function serverRequestRefused(method: string, why: string): PoolError {
 
 /**
  * The one message of every `requestState` the gateway will not continue: forged, another
- * caller's, minted for another endpoint, method, tool or prompt, its call over, or not the
- * gateway's own on a server that mints none. One wording, so a caller learns nothing of which.
+ * caller's, minted for another endpoint, method, tool or prompt, its call over, not the
+ * gateway's own on a server that mints none, or a modern server's own state outside the envelope
+ * the gateway gave its caller. One wording, so a caller learns nothing of which.
  */
 export const REQUEST_STATE_REFUSAL =
   'Invalid requestState: it continues no call this gateway holds for this endpoint, method and name; send the request again without requestState and inputResponses';

@@ -20,6 +20,7 @@ import type { GatewayAccess } from '../aggregate/access.js';
 import type { RequestHeaders } from '../era.js';
 import { failureAnswer, refusalAnswer, type ModernAnswer } from './answers.js';
 import { Continuations } from './continuations.js';
+import { UpstreamStates } from './upstreamStates.js';
 import { modernHandlers, type Handler } from './handlers.js';
 import { headerMismatch } from './headers.js';
 import { Holds, type ModernHoldInfo } from './holds.js';
@@ -111,6 +112,7 @@ export class ModernRouter {
     this.#continuations = new Continuations({ graceMs: options.continuationGraceMs });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
+      upstreamStates: new UpstreamStates(),
       holds: this.#holds,
       versions: MODERN_PROTOCOL_VERSIONS,
       version: options.version,
