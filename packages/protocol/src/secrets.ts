@@ -105,6 +105,7 @@ export class SecretSet {
   static readonly EMPTY = new SecretSet([]);
   readonly #substrings: string[];
   readonly #words: RegExp | undefined;
+  readonly #wordList: string[];
   /** Every spelling a secret may take in serialized JSON text (raw and JSON-escaped), for the quick test. */
   readonly #spellings: string[];
   readonly #all: Secret[];
@@ -115,6 +116,7 @@ export class SecretSet {
     for (const secret of secrets) (secret.wholeWord ? words : substrings).add(secret.value);
     this.#substrings = [...substrings].sort((a, b) => b.length - a.length);
     const wordList = [...words].filter((word) => !substrings.has(word)).sort((a, b) => b.length - a.length);
+    this.#wordList = wordList;
     this.#words = wordList.length === 0 ? undefined : new RegExp(`(?<!${WORD})(?:${wordList.map(escapeRegExp).join('|')})(?!${WORD})`, 'g');
     const spellings = new Set<string>();
     for (const value of [...this.#substrings, ...wordList]) {
@@ -149,8 +151,12 @@ export class SecretSet {
   /** One string (a value: a line of stderr, an error message, a string inside a message) with every secret replaced. */
   scrubText(text: string): string {
     let out = text;
-    for (const secret of this.#substrings) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-    if (this.#words !== undefined) out = out.replace(this.#words, REDACTED);
+    for (let i = 0; i < this.#substrings.length; i++) {
+      const secret = this.#substrings[i]!;
+      if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    }
+    // The regular expression only where a word may be: a miss costs a substring test, nothing more.
+    if (this.#words !== undefined && includesAny(out, this.#wordList)) out = out.replace(this.#words, REDACTED);
     return out;
   }
 
@@ -185,6 +191,11 @@ export class SecretSet {
     return JSON.stringify(this.scrubValue(value));
   }
 
+  /**
+   * Walks without allocating anything until a string changes (indexed loops and `for…in`, not
+   * `Object.entries`): every answer of the daemon goes through here, and almost none holds a
+   * secret, so the walk must cost no more garbage than the answer's serialization.
+   */
   #scrubDeep(value: unknown, depth: number): unknown {
     if (typeof value === 'string') return this.scrubText(value);
     if (typeof value !== 'object' || value === null) return value;
@@ -192,18 +203,22 @@ export class SecretSet {
     if (depth > 64) return REDACTED;
     if (Array.isArray(value)) {
       let out: unknown[] | undefined;
-      value.forEach((item, i) => {
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i];
         const scrubbed = this.#scrubDeep(item, depth + 1);
         if (scrubbed !== item) (out ??= [...(value as unknown[])])[i] = scrubbed;
-      });
+      }
       return out ?? value;
     }
+    const record = value as Record<string, unknown>;
     let out: Record<string, unknown> | undefined;
-    for (const [key, item] of Object.entries(value)) {
+    for (const key in record) {
+      if (!Object.hasOwn(record, key)) continue;
+      const item = record[key];
       const scrubbed = this.#scrubDeep(item, depth + 1);
       if (scrubbed === item) continue;
       // defineProperty, not assignment: a key named "__proto__" stays an own data property.
-      out ??= { ...(value as Record<string, unknown>) };
+      out ??= { ...record };
       Object.defineProperty(out, key, { value: scrubbed, enumerable: true, writable: true, configurable: true });
     }
     return out ?? value;
@@ -213,6 +228,11 @@ export class SecretSet {
 /** The secrets of a server config, as a set (see {@link secretsOfConfig}). */
 export function secretSetOf(config: Parameters<typeof secretsOfConfig>[0]): SecretSet {
   return new SecretSet(secretsOfConfig(config).secrets);
+}
+
+function includesAny(text: string, values: readonly string[]): boolean {
+  for (let i = 0; i < values.length; i++) if (text.includes(values[i]!)) return true;
+  return false;
 }
 
 function escapeRegExp(text: string): string {
