@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { ErrorCode, PoolError, type CredentialTarget, type Logger, type ServerConfig, type UpstreamCredentials } from '@mcpool/core';
 import type { SecretRedactor } from '../secrets.js';
 import { discover, insecureFor, parseBearerChallenge, type BearerChallenge, type Discovered } from './discovery.js';
+import { GuardedFetch, reachOf, type Reach, type ResolveAll } from './addressGuard.js';
 import { TokenStore, grantKey, type StoredGrant, type TokenAuthMethod } from './tokenStore.js';
 import { FileStore } from '../store/fileStore.js';
 import type { SharedStore } from '../store/sharedStore.js';
@@ -51,6 +52,8 @@ export interface OAuthManagerOptions {
   flowTimeoutMs?: number;
   /** How long one token refresh request may take before it is aborted. @default 10000 */
   refreshTimeoutMs?: number;
+  /** How names are resolved, for the address checks of every OAuth request. @default `dns.lookup` */
+  resolve?: ResolveAll;
 }
 
 /** What `POST /workspace/mcp/:server/auth` answers: where the user goes to authorize. */
@@ -86,9 +89,12 @@ export class OAuthManager implements UpstreamCredentials {
    */
   readonly #requested = new Map<string, string[]>();
   #closed = false;
+  /** Every request of discovery and the flows: its connects refused where the server may not send us. */
+  readonly #net: GuardedFetch;
 
   constructor(options: OAuthManagerOptions) {
     this.#options = options;
+    this.#net = new GuardedFetch(options.resolve);
     this.#store = new TokenStore(options.store ?? new FileStore(options.stateDir));
     this.#logger = options.logger.child({ component: 'oauth' });
   }
@@ -160,7 +166,7 @@ export class OAuthManager implements UpstreamCredentials {
     const url = config.transport === 'http' ? (config.httpUrl ?? config.url) : config.transport === 'sse' ? (config.url ?? config.httpUrl) : undefined;
     if (url === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${serverName} is not a remote (http or sse) server: it has nothing to authorize`);
     const key = keyOf(config, principal);
-    const found = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes);
+    const found = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes, this.#net);
     const discovered = { ...found, scopes: withOfflineAccess(found.as, union(this.#requested.get(key) ?? (await this.#grant(key))?.requestedScopes, found.scopes)) };
     this.#flows.get(key)?.close();
     if (options.device === true) return this.#startDevice(serverName, key, config, discovered);
@@ -184,6 +190,12 @@ export class OAuthManager implements UpstreamCredentials {
     this.#flows.clear();
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
+    void this.#net.close();
+  }
+
+  /** The options of an `oauth4webapi` request to `url` for a server of `reach`: its guarded fetch, and http allowed on loopback only. */
+  #requestOptions(url: string, reach: Reach): { [oauth.customFetch]: typeof fetch; [oauth.allowInsecureRequests]?: boolean } {
+    return { [oauth.customFetch]: this.#net.fetchFor(reach), ...insecureFor(new URL(url)) };
   }
 
   async #startCode(serverName: string, key: string, config: ServerConfig, discovered: Discovered): Promise<AuthFlowStart> {
@@ -223,7 +235,7 @@ export class OAuthManager implements UpstreamCredentials {
             const answer = oauth.validateAuthResponse(as, client, callback.searchParams, state);
             const response = await oauth.authorizationCodeGrantRequest(as, client, auth, answer, redirectUri, verifier, {
               additionalParameters: { resource: discovered.resource },
-              ...insecureFor(new URL(as.token_endpoint!)),
+              ...this.#requestOptions(as.token_endpoint!, discovered.reach),
             });
             const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
             await this.#granted(serverName, key, discovered, client, tokens);
@@ -258,7 +270,7 @@ export class OAuthManager implements UpstreamCredentials {
     if (discovered.scopes !== undefined) params.scope = discovered.scopes.join(' ');
     let device: oauth.DeviceAuthorizationResponse;
     try {
-      const response = await oauth.deviceAuthorizationRequest(as, client, auth, params, insecureFor(new URL(as.device_authorization_endpoint)));
+      const response = await oauth.deviceAuthorizationRequest(as, client, auth, params, this.#requestOptions(as.device_authorization_endpoint, discovered.reach));
       device = await oauth.processDeviceAuthorizationResponse(as, client, response);
     } catch (error) {
       throw new PoolError(ErrorCode.AUTH_FAILED, `the device authorization of ${serverName} could not start: ${oauthMessage(error)}`, { cause: error });
@@ -283,7 +295,7 @@ export class OAuthManager implements UpstreamCredentials {
       try {
         const response = await oauth.deviceCodeGrantRequest(as, client, auth, device.device_code, {
           additionalParameters: { resource: discovered.resource },
-          ...insecureFor(new URL(as.token_endpoint!)),
+          ...this.#requestOptions(as.token_endpoint!, discovered.reach),
         });
         const tokens = await oauth.processDeviceCodeResponse(as, client, response);
         if (stopped) return;
@@ -341,7 +353,7 @@ export class OAuthManager implements UpstreamCredentials {
       const response = await oauth.dynamicClientRegistrationRequest(
         as,
         { client_name: 'mcpool', redirect_uris: redirectUris, grant_types: grantTypes, response_types: redirectUris.length > 0 ? ['code'] : [], token_endpoint_auth_method: 'none', application_type: 'native' },
-        insecureFor(new URL(as.registration_endpoint)),
+        this.#requestOptions(as.registration_endpoint, discovered.reach),
       );
       const registered = await registrationOf(response);
       // The grant that follows holds the client secret (and replaces this owner's entry); until then it is this registration's.
@@ -407,12 +419,14 @@ export class OAuthManager implements UpstreamCredentials {
       const client = storedClient(grant);
       const auth = clientAuth(client);
       try {
+        // Where the token endpoint may be is judged again from the server, as at discovery.
+        const reach = await reachOf(new URL(grant.resource), this.#net.resolve);
         const response = await oauth.refreshTokenGrantRequest(grant.as, client, auth, grant.refreshToken, {
           additionalParameters: { resource: grant.resource },
           // A token endpoint that never answers must not hold the refresh (and every caller of
           // the key): fetch itself would wait for minutes.
           signal: AbortSignal.timeout(this.#options.refreshTimeoutMs ?? DEFAULT_REFRESH_TIMEOUT_MS),
-          ...insecureFor(new URL(grant.as.token_endpoint!)),
+          ...this.#requestOptions(grant.as.token_endpoint!, reach),
         });
         const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
         const next = { ...grantOf(grant.resource, grant.as, client, tokens, grant.refreshToken), ...(grant.requestedScopes === undefined ? {} : { requestedScopes: grant.requestedScopes }) };
