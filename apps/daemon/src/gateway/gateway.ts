@@ -151,6 +151,8 @@ export class Gateway {
       // A held listen stream costs what a legacy session does: it counts against the same caps.
       admitListen: (principal) => this.#admission(principal),
       viewAcquired: (name, principal) => this.#daemon.serverUsed(name, principal),
+      // Replicas share the keys of modern servers' enveloped states, so a retry may reach any of them.
+      ...(this.#daemon.cluster === undefined ? {} : { stateKeys: this.#daemon.cluster.stateKeys }),
     });
     this.#legacy = new LegacySessions({
       pool: this.#daemon.pool,

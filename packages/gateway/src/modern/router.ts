@@ -91,6 +91,12 @@ export interface ModernRouterOptions {
    * @default 256
    */
   maxListenSubscriptions?: number;
+  /**
+   * The keys that bind a modern server's own `requestState` to its caller (32 bytes each; the
+   * first wraps, all open): replicas behind one balancer give the same, so a retry may reach any.
+   * @default one random key per router
+   */
+  stateKeys?: readonly Uint8Array[];
 }
 
 /**
@@ -112,7 +118,7 @@ export class ModernRouter {
     this.#continuations = new Continuations({ graceMs: options.continuationGraceMs });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
-      upstreamStates: new UpstreamStates(),
+      upstreamStates: new UpstreamStates(options.stateKeys),
       holds: this.#holds,
       versions: MODERN_PROTOCOL_VERSIONS,
       version: options.version,

@@ -24,11 +24,16 @@ const ENVELOPE_PREFIX = 'mcpool.u1.';
 const MAC_LENGTH = 43;
 
 export class UpstreamStates {
-  readonly #key = randomBytes(32);
+  readonly #keys: readonly Uint8Array[];
+
+  /** @param keys the first wraps, all open. @default one random key */
+  constructor(keys: readonly Uint8Array[] = []) {
+    this.#keys = keys.length > 0 ? keys : [randomBytes(32)];
+  }
 
   /** The envelope of `state`, a modern server's own, for the caller `binding` describes. */
   wrap(state: string, binding: Binding): string {
-    return `${ENVELOPE_PREFIX}${this.#mac(state, binding)}.${state}`;
+    return `${ENVELOPE_PREFIX}${this.#mac(this.#keys[0]!, state, binding)}.${state}`;
   }
 
   /** The server's state inside `envelope`, if it was wrapped here for `binding`; else undefined (refused). */
@@ -38,12 +43,15 @@ export class UpstreamStates {
     if (rest.length <= MAC_LENGTH || rest[MAC_LENGTH] !== '.') return undefined;
     const state = rest.slice(MAC_LENGTH + 1);
     const given = Buffer.from(rest.slice(0, MAC_LENGTH));
-    const expected = Buffer.from(this.#mac(state, binding));
-    return given.length === expected.length && timingSafeEqual(given, expected) ? state : undefined;
+    for (const key of this.#keys) {
+      const expected = Buffer.from(this.#mac(key, state, binding));
+      if (given.length === expected.length && timingSafeEqual(given, expected)) return state;
+    }
+    return undefined;
   }
 
-  #mac(state: string, binding: Binding): string {
+  #mac(key: Uint8Array, state: string, binding: Binding): string {
     const bound = JSON.stringify([binding.principal, binding.scope ?? null, binding.method, binding.name, state]);
-    return createHmac('sha256', this.#key).update(bound).digest('base64url');
+    return createHmac('sha256', key).update(bound).digest('base64url');
   }
 }
