@@ -306,8 +306,8 @@ export class Daemon {
   }
 
   /**
-   * The last `lines` lines each live entry of `name` wrote to stderr, scrubbed of every secret the
-   * daemon knows (the actor already replaced the server's own env and header values).
+   * The last `lines` lines each live entry of `name` wrote to stderr: the entry's connection
+   * replaced the server's own env and header values, and the daemon's credentials go here.
    *
    * @throws PoolError NOT_FOUND for a server neither configured nor running.
    */
@@ -315,7 +315,7 @@ export class Daemon {
     const running = Object.hasOwn(this.pool.getSnapshot().servers, name);
     if (this.#config.server(name) === undefined && this.#config.unavailable(name) === undefined && !running) throw new PoolError(ErrorCode.NOT_FOUND, `no server named ${JSON.stringify(name)}`);
     const entries = running ? await this.pool.stderrTail(name, { lines }) : [];
-    return { server: name, entries: entries.map((entry) => ({ entryIndex: entry.entryIndex, lines: entry.lines.map((line) => this.#redactor.scrub(line)) })) };
+    return { server: name, entries: entries.map((entry) => ({ entryIndex: entry.entryIndex, lines: entry.lines.map((line) => this.#redactor.scrubText(line)) })) };
   }
 
   // --- Authorization --------------------------------------------------------------------------

@@ -66,7 +66,7 @@ export function createLogger(options: LoggerOptions): Logger {
       redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
       hooks: {
         streamWrite: (line) => {
-          const scrubbed = redactor.scrub(line);
+          const scrubbed = redactor.scrubLine(line);
           options.onWrite?.(scrubbed.length);
           return scrubbed;
         },

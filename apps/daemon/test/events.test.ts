@@ -123,3 +123,30 @@ describe('the daemon’s entry watcher', () => {
     }
   }, 120_000);
 });
+
+describe('entry status lines', () => {
+  it('an entry going draining and active again as sessions come and go is logged at debug; its birth and end at info', async () => {
+    const mark = marker('status-churn');
+    // Per-principal: the client's sessions have an entry of their own, which drains when they leave.
+    // No warm hold: it follows whoever uses a per-client server alone, so it would keep that entry active.
+    const h = await harness({ mcpServers: { echo: { ...fixtureConfig('echo.mjs', mark), sharing: 'per-principal' } }, daemon: { keepWarm: false, clients: [{ id: 'ci', tokenEnv: 'CI_TOKEN', rights: ['read', 'write'] }] } }, { env: { CI_TOKEN: 'ci-token-0123456789abcdef' }, logLevel: 'debug', marks: [mark] });
+    try {
+      for (let round = 0; round < 3; round++) {
+        const created = await h.request({ method: 'POST', url: '/sessions', token: 'ci-token-0123456789abcdef', payload: { servers: ['echo'] } });
+        expect(created.statusCode).toBe(201);
+        expect((await h.request({ method: 'DELETE', url: `/sessions/${created.json<{ id: string }>().id}`, token: 'ci-token-0123456789abcdef' })).statusCode).toBe(204);
+      }
+      const statusLines = (): { level: number; msg: string; previous?: string }[] =>
+        h.logs.map((line) => JSON.parse(line) as { level: number; msg: string; previous?: string }).filter((line) => /^echo#\d+ (active|draining|spawning|gone)$/.test(line.msg));
+      await vi.waitFor(() => expect(statusLines().filter((line) => line.msg.endsWith(' draining')).length).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 50 });
+      const churn = statusLines().filter((line) => (line.msg.endsWith(' draining') && line.previous === 'active') || (line.msg.endsWith(' active') && line.previous === 'draining'));
+      expect(churn.length).toBeGreaterThanOrEqual(5);
+      expect(churn.filter((line) => line.level !== 20)).toEqual([]);
+      // The entry's first `active` (from spawning) stays a lifecycle line.
+      expect(statusLines().filter((line) => line.msg.endsWith(' active') && line.previous === 'spawning').every((line) => line.level === 30)).toBe(true);
+      expect(statusLines().some((line) => line.msg.endsWith(' active') && line.previous === 'spawning')).toBe(true);
+    } finally {
+      await h.close();
+    }
+  });
+});

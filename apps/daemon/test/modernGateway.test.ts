@@ -215,12 +215,12 @@ describe('header checks', () => {
 });
 
 describe('MRTR through a modern upstream', () => {
-  it('input_required passes through unchanged, the retry with the byte-exact requestState is answered, a tampered one is the upstream’s error', async () => {
+  it('input_required comes back with the server’s requestState in an envelope, the byte-exact retry is answered, a tampered one is refused', async () => {
     const first = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' } }));
     const asked = first.result as { resultType: string; inputRequests: Record<string, { method: string }>; requestState: string };
     expect(asked.resultType).toBe('input_required');
     expect(asked.inputRequests.confirm?.method).toBe('elicitation/create');
-    expect(typeof asked.requestState).toBe('string');
+    expect(asked.requestState).toMatch(/^mcpool\.u1\./);
 
     const inputResponses = { confirm: { action: 'accept', content: { ok: true } } };
     const retry = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' }, inputResponses, requestState: asked.requestState }));
@@ -229,6 +229,22 @@ describe('MRTR through a modern upstream', () => {
     const tampered = `${asked.requestState.slice(0, -4)}AAAA`;
     const refused = responseOf(await modern('tools/call', { name: 'dual__confirm', arguments: { item: 'car' }, inputResponses, requestState: tampered }));
     expect((refused.error as { code: number }).code).toBe(-32602);
+  });
+
+  it('a state the shared server gave one principal is refused for another, enveloped or bare, and still continues its own caller’s call', async () => {
+    const params = { name: 'dual__confirm', arguments: { item: 'boat' } };
+    const first = responseOf(await modern('tools/call', params));
+    const state = (first.result as { requestState: string }).requestState;
+    // The server's own state, as a caller who unwrapped the envelope would send it.
+    const bare = state.slice('mcpool.u1.'.length).split('.').slice(1).join('.');
+    const inputResponses = { confirm: { action: 'accept', content: { ok: true } } };
+    for (const replayed of [state, bare]) {
+      const answer = responseOf(await modern('tools/call', { ...params, inputResponses, requestState: replayed }, { token: ALICE }));
+      expect(answer.result, replayed === state ? 'the envelope' : 'the bare state').toBeUndefined();
+      expect(answer.error).toMatchObject({ code: -32602, message: expect.stringContaining('requestState') });
+    }
+    const own = responseOf(await modern('tools/call', { ...params, inputResponses, requestState: state }));
+    expect(textOf(own.result as Record<string, unknown>)).toBe('confirmed boat: {"action":"accept","content":{"ok":true}}');
   });
 });
 
@@ -277,6 +293,17 @@ describe('subscriptions/listen', () => {
     await listen.waitFor((m) => m.length > before && listChanged(id)(m.slice(before)), 'list_changed after the upstream came back', 90_000);
     await listen.waitFor(() => listen.comments() > 0, 'a keep-alive comment');
     listen.close();
+  });
+
+  it('one listen subscribing to more than 256 distinct resources is refused whole with the typed error; duplicates count once', async () => {
+    const uris = Array.from({ length: 257 }, (_, i) => `nope://r/${i}`);
+    const refused = await modern('subscriptions/listen', { notifications: { resourceSubscriptions: uris } }, { path: '/mcp/dual' });
+    expect(refused.status).toBe(400);
+    expect(responseOf(refused).error).toMatchObject({ code: -32602, data: { code: 'MCPOOL_REQUEST_TOO_LARGE', requested: 257, max: 256 } });
+    // 256 distinct, each named twice: within the bound (none is this server's, so it completes at once).
+    const accepted = await modern('subscriptions/listen', { notifications: { resourceSubscriptions: [...uris.slice(0, 256), ...uris.slice(0, 256)] } }, { path: '/mcp/dual' });
+    expect(accepted.status).toBe(200);
+    expect(messagesOf(accepted)[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { resourceSubscriptions: [] } } });
   });
 
   it('a filter with nothing to honour is acknowledged and completed at once', async () => {

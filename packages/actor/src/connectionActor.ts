@@ -10,8 +10,9 @@ import { createActor, type Actor } from 'xstate';
 import type { ActorEvents, ActorStartArgs, ActorStartResult, AttachArgs, ControlOps, RestartOutcome, EntryStatus, ViewEvents, WireError } from '@mcpool/protocol';
 import { ErrorCode, MCPCallInterruptedError, PoolError, RpcChannel, errorFromWire } from '@mcpool/protocol/rpc';
 import { upstreamUnavailable } from '@mcpool/protocol/refusals';
+import { SecretSet, secretSetOf } from '@mcpool/protocol/secrets';
 import { connectionMachine, statusOf, type ReconnectPolicy } from './connectionMachine.js';
-import { ServerConnection, authRequired } from './serverConnection.js';
+import { ServerConnection, authRequired, scrubbedError } from './serverConnection.js';
 import { TransportLostError, signalGroup } from './transports/processGroupStdioTransport.js';
 import { spawnThroughSupervisor } from './transports/supervisedChild.js';
 import { UpstreamHttpError, UpstreamNetworkError, UpstreamStreamError } from './transports/upstreamTransport.js';
@@ -57,12 +58,18 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
   let lastStatus: EntryStatus | undefined;
   /** The era the last connection settled on. */
   let settledEra: 'legacy' | 'modern' | undefined;
+  /**
+   * This server's own secrets (its env and header values, the token it was last given): what it
+   * returns is scrubbed of them, here, before any view sees it. Another server's secrets are not
+   * this connection's business.
+   */
+  let secrets: SecretSet = SecretSet.EMPTY;
   const hub: ViewHub = new ViewHub({
     live: () => liveConnection(),
     get callTimeoutMs() {
       return args?.callTimeoutMs ?? 60_000;
     },
-    mapError: (error, cancellable, signal, generation, conn) => mapCallError(error, cancellable, signal, generation, conn),
+    mapError: (error, cancellable, signal, generation, conn) => scrubbedError(mapCallError(error, cancellable, signal, generation, conn), secrets),
     relistTools: (conn, generation) => store.refresh('tools', conn, generation),
     reauthorize: (challenge, status) => reauthorize(challenge, status),
     unattributed: (dropped) => emitControl('unattributed', { dropped }),
@@ -172,6 +179,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
   function setAuthorization(authorization: string): void {
     if (args === undefined) throw new PoolError(ErrorCode.INTERNAL, 'setAuthorization before start');
     args = { ...args, authorization, config: withAuthorization(args.config, authorization) };
+    secrets = secretSetOf(args.config);
     connection?.transport.setHeader?.('authorization', authorization);
     settleAuthWaiters(true);
   }
@@ -179,6 +187,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
   function start(startArgs: ActorStartArgs): Promise<ActorStartResult> {
     if (machine !== undefined) throw new PoolError(ErrorCode.INTERNAL, 'actor already started');
     args = { ...startArgs, config: withAuthorization(startArgs.config, startArgs.authorization) };
+    secrets = secretSetOf(args.config);
     logger = logger.child({ server: startArgs.serverName, entryIndex: startArgs.entryIndex });
     logger.level = startArgs.logLevel;
     const entryArgs = args;
@@ -205,6 +214,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
                 // still answer the probe in time, a silent legacy server costs this once per config.
                 probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),
                 onStderrLine: keepStderrLine,
+                secrets: () => secrets,
                 readGate: throttle,
                 maxMessageBytes: entryArgs.maxMessageBytes,
                 spawner,

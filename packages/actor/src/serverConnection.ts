@@ -25,12 +25,13 @@ import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, Root, ServerConfig
 import { ErrorCode, PoolError } from '@mcpool/protocol/rpc';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { serverRequestRefused } from '@mcpool/protocol/refusals';
+import { SecretSet, secretSetOf } from '@mcpool/protocol/secrets';
 import { snapshotTree, sweepTracked, type SweepResult, type TreeSnapshot } from '@mcpool/protocol/processTree';
 import { ProcessGroupStdioTransport } from './transports/processGroupStdioTransport.js';
 import type { ChildSpawner } from './transports/stdioChild.js';
 import type { ReadGate } from './sourceThrottle.js';
 import { refusesToken, UpstreamHttpError, type ProtocolEra, type UpstreamTransport } from './transports/upstreamTransport.js';
-import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamRequestOptions } from './upstreamClient.js';
+import { UpstreamClient, UpstreamClosedError, UpstreamRpcError, type UpstreamClientOptions, type UpstreamRequestOptions } from './upstreamClient.js';
 
 /** The logging surface the connection needs (pino's shape, a subset). */
 export interface ConnectionLogger {
@@ -82,6 +83,12 @@ export interface OpenConnectionOptions {
   spawner?: ChildSpawner | undefined;
   /** A `per-workspace` entry's roots, which the connection answers `roots/list` with itself. */
   roots?: readonly Root[] | undefined;
+  /**
+   * The server's own secrets now (its env and header values, a refreshed token included): what
+   * the server returns and writes to stderr is scrubbed of them, and of nobody else's.
+   * @default the secrets of `config`
+   */
+  secrets?: (() => SecretSet) | undefined;
 }
 
 /** The modern protocol revision this client speaks. */
@@ -201,7 +208,7 @@ export class ServerConnection {
         // here, so an actor of a stdio server never loads the websocket library.
         const { WebSocketTransport } = await import('./transports/websocketTransport.js');
         const ws = new WebSocketTransport({ url: config.url!, headers: config.headers });
-        client = new UpstreamClient(ws, { cancelBy: 'notification', logger: options.logger, roots: options.roots });
+        client = new UpstreamClient(ws, clientOptions(options));
         await client.start();
         opened = await settleEra(client, options, ws);
       } else {
@@ -220,8 +227,8 @@ export class ServerConnection {
       if (client !== undefined) await closeTransport(client);
       // Described once the tree is closed: the end of stdout is seen before the exit, and how the
       // process ended (its own exit code, or our signal if it outlived the failure) is part of the report.
-      const detail = stdio === undefined ? '' : secretScrubber(config)(describeStdioFailure(stdio));
-      throw toSpawnError(error, lastError, detail);
+      const detail = stdio === undefined ? '' : secretsOf(options).scrubText(describeStdioFailure(stdio));
+      throw scrubbedError(toSpawnError(error, lastError, detail), secretsOf(options));
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
@@ -490,7 +497,6 @@ function sameFilter(a: ListenFilter, b: ListenFilter): boolean {
 
 async function openStdio(options: OpenConnectionOptions, track: (client: UpstreamClient) => void): Promise<{ client: UpstreamClient; info: OpenedInfo; probed: boolean }> {
   const { config, logger } = options;
-  const scrub = secretScrubber(config);
   const spawnOne = async (): Promise<UpstreamClient> => {
     const stdio = new ProcessGroupStdioTransport({
       command: config.command!,
@@ -499,7 +505,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       env: config.env,
       shutdownStepMs: options.shutdownStepMs,
       onStderrLine: (line) => {
-        const clean = scrub(line);
+        const clean = secretsOf(options).scrubText(line);
         options.onStderrLine?.(clean);
         if (logger.isLevelEnabled('debug')) logger.debug({ stderr: clean }, 'server stderr');
       },
@@ -508,7 +514,7 @@ async function openStdio(options: OpenConnectionOptions, track: (client: Upstrea
       maxMessageBytes: options.maxMessageBytes,
       spawner: options.spawner,
     });
-    const client = new UpstreamClient(stdio, { cancelBy: 'notification', logger, roots: options.roots });
+    const client = new UpstreamClient(stdio, clientOptions(options));
     track(client);
     await client.start();
     options.signal.throwIfAborted();
@@ -655,7 +661,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     const { StreamableHttpTransport } = await import('./transports/streamableHttpTransport.js');
     ({ scanParamHeaders } = await import('./transports/httpMcpHeaders.js'));
     const transport = new StreamableHttpTransport({ url, headers: config.headers, readGate: options.readGate });
-    const client = new UpstreamClient(transport, { cancelBy: 'notification', logger, roots: options.roots });
+    const client = new UpstreamClient(transport, clientOptions(options));
     track(client);
     try {
       await client.start();
@@ -671,7 +677,7 @@ async function openRemote(options: OpenConnectionOptions, track: (client: Upstre
     }
   }
   const { LegacySseTransport } = await import('./transports/legacySseTransport.js');
-  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), { cancelBy: 'notification', logger, roots: options.roots });
+  const client = new UpstreamClient(new LegacySseTransport({ url, headers: config.headers, readGate: options.readGate }), clientOptions(options));
   track(client);
   try {
     await client.start();
@@ -711,19 +717,31 @@ async function closeTransport(client: UpstreamClient): Promise<SweepResult | und
   return tree === undefined ? undefined : sweepTracked(tree, { graceMs: 500, skipRoot: true });
 }
 
-/** Values shorter than this are too common to scrub without mangling ordinary text. */
-const MIN_SECRET_LENGTH = 8;
+/** The secrets of a config opened without a `secrets` source, computed once per open. */
+const configSecrets = new WeakMap<OpenConnectionOptions, SecretSet>();
+
+/** The server's own secrets now (see {@link OpenConnectionOptions.secrets}). */
+function secretsOf(options: OpenConnectionOptions): SecretSet {
+  if (options.secrets !== undefined) return options.secrets();
+  let secrets = configSecrets.get(options);
+  if (secrets === undefined) configSecrets.set(options, (secrets = secretSetOf(options.config)));
+  return secrets;
+}
 
 /**
- * A server may print its own credentials to stderr: the env values and header values it was
- * configured with are replaced before a stderr line is logged (logs never hold them).
+ * `error` with its message and data scrubbed of the server's own secrets: an error may carry what
+ * the server said outside any JSON-RPC message (an HTTP error body, a failed start's output).
  */
-export function secretScrubber(config: ServerConfig): (line: string) => string {
-  const secrets = [...Object.values(config.env ?? {}), ...Object.values(config.headers ?? {})]
-    .filter((value) => value.length >= MIN_SECRET_LENGTH)
-    .sort((a, b) => b.length - a.length);
-  if (secrets.length === 0) return (line) => line;
-  return (line) => secrets.reduce((text, secret) => text.split(secret).join('[redacted]'), line);
+export function scrubbedError(error: PoolError, secrets: SecretSet): PoolError {
+  const message = secrets.scrubText(error.message);
+  const data = secrets.scrubValue(error.data);
+  if (message === error.message && data === error.data) return error;
+  return new PoolError(error.code, message, { cause: error.cause, ...(data === undefined ? {} : { data }) });
+}
+
+/** The upstream client of a connection: every message its server sends is scrubbed of that server's own secrets first. */
+function clientOptions(options: OpenConnectionOptions): UpstreamClientOptions {
+  return { cancelBy: 'notification', logger: options.logger, roots: options.roots, scrub: (message) => secretsOf(options).scrubMessage(message) };
 }
 
 function emptyLists(): Lists {

@@ -173,6 +173,11 @@ export interface UpstreamClientOptions {
    * session. @default none: `roots/list` goes to the hooks like any server request
    */
   roots?: readonly Root[] | undefined;
+  /**
+   * Applied to every message the server sends before anything reads it: the connection scrubs
+   * what its server returns of that server's own secrets. @default nothing changed
+   */
+  scrub?: ((message: JsonRpcMessage) => JsonRpcMessage) | undefined;
 }
 
 export class UpstreamClient {
@@ -286,7 +291,8 @@ export class UpstreamClient {
     return typeof id === 'number' ? this.#pending.get(id) : typeof id === 'string' ? this.#pending.get(Number(id)) : undefined;
   }
 
-  #onMessage(message: JsonRpcMessage): void {
+  #onMessage(received: JsonRpcMessage): void {
+    const message = this.#options.scrub === undefined ? received : this.#options.scrub(received);
     const { id, method } = message;
     if (method === undefined) {
       const pending = this.#pendingOf(id);

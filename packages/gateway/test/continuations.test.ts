@@ -130,16 +130,19 @@ describe('a legacy server’s requests offered to a modern caller', () => {
     expect(router.pendingContinuations).toBe(0);
   }, 120_000);
 
-  it('refuses a requestState it did not mint on a legacy server, and passes a modern server’s own untouched', async () => {
+  it('refuses a requestState it did not mint on a legacy server, and carries a modern server’s own in its caller’s envelope', async () => {
     // A legacy server mints none: a foreign state (or answers without one) would start a new call.
     expect((await call('echo__echo', { text: 'hi' }, { requestState: 'minted-elsewhere' })).error).toEqual(REFUSED);
     expect((await call('echo__echo', { text: 'hi' }, { inputResponses: elicited })).error).toEqual(REFUSED);
     expect(textOf((await call('echo__echo', { text: 'hi' })).result as Params)).toBe('hi');
 
-    // A modern server's own state, byte for byte, and its retry answered by that server.
+    // A modern server's own state, in the envelope bound to this caller, and its retry answered by that server.
     const first = (await call('dual__confirm', { item: 'car' })).result as { resultType: string; requestState: string; inputRequests: Record<string, unknown> };
     expect(first.resultType).toBe('input_required');
-    expect(first.requestState.startsWith('mcpool.')).toBe(false);
+    expect(first.requestState.startsWith('mcpool.u1.')).toBe(true);
+    // The server's state bare (out of its envelope) continues nothing.
+    const bare = first.requestState.slice('mcpool.u1.'.length + 44);
+    expect((await call('dual__confirm', { item: 'car' }, { requestState: bare, inputResponses: { confirm: { action: 'accept', content: { ok: true } } } })).error).toEqual(REFUSED);
     const retry = await call('dual__confirm', { item: 'car' }, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept', content: { ok: true } } } });
     expect(textOf(retry.result as Params)).toBe('confirmed car: {"action":"accept","content":{"ok":true}}');
   }, 120_000);

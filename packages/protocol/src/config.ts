@@ -14,7 +14,7 @@
  * e.g. `mcpServers.github.args[1]` or `mcpServers["my server"].env.TOKEN`. Messages never echo
  * values (env values, headers and URLs carry secrets); they name types, schemes and variables.
  */
-import { parse as parseJsonc, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { parse as parseJsonc, printParseErrorCode, visit as visitJsonc, type ParseError } from 'jsonc-parser';
 import { z } from 'zod';
 import { ErrorCode, PoolError } from './errors.js';
 
@@ -437,7 +437,18 @@ export function parseConfigText(text: string, file?: string): unknown {
   const errors: ParseError[] = [];
   const doc: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
   const first = errors[0];
-  if (first === undefined) return doc;
+  if (first === undefined) {
+    // The parser assigns keys, so a "__proto__" key would set the object's prototype and vanish:
+    // a server (or an env variable) named so would be dropped without a word. It is refused instead.
+    const protoKeys: ConfigIssue[] = [];
+    visitJsonc(text, {
+      onObjectProperty: (property, _offset, _length, _line, _column, pathOf) => {
+        if (property === '__proto__') protoKeys.push({ path: [...pathOf(), property].reduce<string>((parent, key) => childPath(parent, key), ''), expected: 'a name that is not an Object property name', received: 'got "__proto__"' });
+      },
+    }, { allowTrailingComma: true, disallowComments: false });
+    if (protoKeys.length > 0) throw new ConfigError(protoKeys, file);
+    return doc;
+  }
   const { line, column } = lineAndColumn(text, first.offset);
   const what = SYNTAX_PROBLEMS[printParseErrorCode(first.error)];
   const problem = text.trim() === '' ? 'got an empty file' : `got invalid JSON at line ${line}, column ${column}${what === undefined ? '' : `: ${what}`}`;
@@ -727,13 +738,25 @@ export interface ParsedServerEntries {
 }
 
 /**
+ * Server names key maps and objects all over (routing, status, the dashboard, log lines): a name
+ * that is a property of every object (`__proto__`, `constructor`, `prototype`) would be dropped or
+ * would reach `Object.prototype` somewhere, and a control character would forge lines in logs and
+ * terminals. Such a name is refused, never dropped silently. Undefined for a safe name.
+ */
+function unsafeServerName(name: string): string | undefined {
+  if (name === '__proto__' || name === 'constructor' || name === 'prototype') return `got ${JSON.stringify(name)}`;
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return `got ${JSON.stringify(name)}, which holds a control character`;
+  return undefined;
+}
+
+/**
  * Parses a config document server by server: `{mcpServers: {...}}`, VS Code's `{servers: {...}}`
  * or VS Code settings' `{mcp: {servers: {...}}}` (exactly one of them). An entry with a problem
  * (a bad field, an unset variable) is rejected on its own, with its own error; the others are
  * returned. Entries with `disabled: true` are skipped, unchecked, with a warning.
  *
  * @throws ConfigError only for a problem of the document itself: no servers map (or several), a
- *   map that is not an object, a blank server name.
+ *   map that is not an object, a blank or unsafe server name (see {@link unsafeServerName}).
  */
 export function parseServerEntries(doc: unknown, opts: ConfigParseOptions = {}): ParsedServerEntries {
   const documentLevel: Findings = { issues: [], warnings: [] };
@@ -747,8 +770,11 @@ export function parseServerEntries(doc: unknown, opts: ConfigParseOptions = {}):
   const warnings: ConfigWarning[] = [];
   for (const [name, raw] of Object.entries(located?.map ?? {})) {
     const path = childPath(located?.path ?? '', name);
-    if (name.trim() === '') {
-      const issue = { path, expected: 'a non-empty server name', received: 'got a blank name' };
+    const unsafe = unsafeServerName(name);
+    if (name.trim() === '' || unsafe !== undefined) {
+      const issue = unsafe === undefined
+        ? { path, expected: 'a non-empty server name', received: 'got a blank name' }
+        : { path, expected: 'a server name that is not an Object property name and holds no control character', received: unsafe };
       documentLevel.issues.push(issue);
       all.push(issue);
     } else if (isPlainObject(raw) && raw.disabled === true) {

@@ -19,6 +19,7 @@
  * | an endpoint `/mcp/<server>` of no configured server | `NOT_FOUND` | 404 | -32602 |
  * | an endpoint `/mcp/<server>` the caller may not use | `FORBIDDEN` | 403 | -32000 |
  * | a route the caller's token lacks the right for | `FORBIDDEN` | 403 | -32000 |
+ * | a `subscriptions/listen` naming more distinct resources than one listen may subscribe to | `REQUEST_TOO_LARGE` | 400 | -32602 |
  *
  * Only `PoolError` and the code table: actor threads load this module too.
  */
@@ -38,7 +39,8 @@ export type RefusalKind =
   | 'shuttingDown'
   | 'noSuchServer'
   | 'serverForbidden'
-  | 'rightMissing';
+  | 'rightMissing'
+  | 'tooManySubscriptions';
 
 function refusal(kind: RefusalKind, code: ErrorCode, message: string, data?: Record<string, unknown>, cause?: unknown): PoolError {
   return new PoolError(code, message, { data: { refusal: kind, ...data }, ...(cause === undefined ? {} : { cause }) });
@@ -62,8 +64,9 @@ export function serverRequestRefused(method: string, why: string): PoolError {
 
 /**
  * The one message of every `requestState` the gateway will not continue: forged, another
- * caller's, minted for another endpoint, method, tool or prompt, its call over, or not the
- * gateway's own on a server that mints none. One wording, so a caller learns nothing of which.
+ * caller's, minted for another endpoint, method, tool or prompt, its call over, not the
+ * gateway's own on a server that mints none, or a modern server's own state outside the envelope
+ * the gateway gave its caller. One wording, so a caller learns nothing of which.
  */
 export const REQUEST_STATE_REFUSAL =
   'Invalid requestState: it continues no call this gateway holds for this endpoint, method and name; send the request again without requestState and inputResponses';
@@ -142,4 +145,13 @@ export function serverForbidden(name: string): PoolError {
 /** A request that needs a right the caller's token lacks (`admin` for restart, reload, shutdown; `write` for sessions). */
 export function rightMissing(right: string): PoolError {
   return refusal('rightMissing', ErrorCode.FORBIDDEN, `this token lacks the ${right} right`, { right });
+}
+
+/**
+ * A `subscriptions/listen` naming more distinct resource URIs than one listen may subscribe to:
+ * each is an upstream `resources/subscribe` and state held while the listen lives, so the list is
+ * refused whole, before anything is subscribed.
+ */
+export function tooManySubscriptions(requested: number, max: number): PoolError {
+  return refusal('tooManySubscriptions', ErrorCode.REQUEST_TOO_LARGE, `the listen subscribes to ${requested} resources; one listen may subscribe to at most ${max}`, { requested, max });
 }

@@ -371,10 +371,21 @@ describe('warnings', () => {
     expect(stdio.warnings).toEqual([{ path: 'headers', message: 'headers does not apply to transport stdio; ignored' }]);
   });
 
-  it('keeps a server named __proto__ as data', () => {
-    const { servers } = parseServersDocument(JSON.parse('{"mcpServers":{"__proto__":{"command":"x"}}}'), { env });
-    expect(Object.getPrototypeOf(servers)).toBe(Object.prototype);
-    expect(Object.keys(servers)).toEqual(['__proto__']);
+  it('refuses a server named __proto__, constructor or prototype, or holding a control character, with a typed error naming it', () => {
+    for (const name of ['__proto__', 'constructor', 'prototype', 'two\nlines', 'bell\u0007']) {
+      const doc = JSON.parse(`{"mcpServers":{"ok":{"command":"x"},${JSON.stringify(name)}:{"command":"x"}}}`) as unknown;
+      let caught: unknown;
+      try {
+        parseServersDocument(doc, { env });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, name).toBeInstanceOf(ConfigError);
+      expect((caught as ConfigError).code, name).toBe(ErrorCode.CONFIG_INVALID);
+      expect((caught as ConfigError).data.issues, name).toEqual([expect.objectContaining({ path: expect.stringContaining('mcpServers'), received: expect.stringContaining(JSON.stringify(name)) })]);
+    }
+    // Names that merely look alike are fine.
+    expect(Object.keys(parseServersDocument({ mcpServers: { proto: { command: 'x' }, '__proto': { command: 'x' }, Constructor: { command: 'x' } } }, { env }).servers)).toEqual(['proto', '__proto', 'Constructor']);
   });
 });
 

@@ -10,7 +10,7 @@
  *   twice: an owner's address taken by a newcomer must not start a loop).
  * Without `cluster`, none of this exists and session ids stay plain random ids.
  */
-import { randomUUID } from 'node:crypto';
+import { hkdfSync, randomUUID } from 'node:crypto';
 import type { ClusterSettings } from '../config/teamSettings.js';
 import { parseSessionKeys } from '../config/teamSettings.js';
 import { SessionSeal } from './sessionSeal.js';
@@ -27,12 +27,19 @@ export class Cluster {
   readonly #settings: ClusterSettings;
   readonly #seal: SessionSeal;
   readonly #now: () => number;
+  /**
+   * The keys binding modern servers' `requestState`s to their callers, derived from the session
+   * keys (HKDF-SHA256, one per key, same order): every replica opens what another wrapped.
+   */
+  readonly stateKeys: readonly Buffer[];
 
   /** @throws ConfigError when the keys' variable is unset or malformed */
   constructor(settings: ClusterSettings, env: Record<string, string | undefined>, now: () => number = Date.now) {
     this.replicaId = settings.replicaId;
     this.#settings = settings;
-    this.#seal = new SessionSeal(parseSessionKeys(env[settings.sessionKeysEnv], settings.sessionKeysEnv));
+    const keys = parseSessionKeys(env[settings.sessionKeysEnv], settings.sessionKeysEnv);
+    this.#seal = new SessionSeal(keys);
+    this.stateKeys = keys.map((key) => Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'mcpool upstream requestState', 32)));
     this.#now = now;
   }
 

@@ -97,12 +97,13 @@ export async function runBridge(options: BridgeCommandOptions, io: CommandIo, st
     token = fileToken(resolve(stateDir, TOKEN_FILE));
   }
   const first = await token.get();
-  redactor.add(first);
+  redactor.setCredentials('token', [first]);
   const tracked: TokenSource = {
     get: () => token.get(),
     refresh: async () => {
       const value = await token.refresh();
-      redactor.add(value);
+      // The token the bridge holds now; a replaced one is no longer a credential of this process.
+      redactor.setCredentials('token', [first, value]);
       return value;
     },
   };

@@ -41,6 +41,8 @@ export class ConfigState {
   #config: LoadedConfig;
   /** The start-time settings, with live settings updated on reload. */
   #settings: DaemonSettings;
+  /** The redactor owners of the configured servers' secrets (a removed server's are dropped at reload). */
+  #configOwners = new Set<string>();
 
   constructor(options: ConfigStateOptions) {
     this.#config = options.config;
@@ -50,8 +52,9 @@ export class ConfigState {
     this.#operatorToken = options.operatorToken;
     this.#env = options.env;
     this.#logger = options.logger;
-    for (const config of configsOf(this.#config)) this.#redactor.addServerConfig(config);
-    this.#redactor.add(this.#operatorToken);
+    this.#applyServers();
+    // The operator token and the MCP token derived from it (`mcpool token`).
+    this.#redactor.setCredentials('operator', [this.#operatorToken, operatorMcpToken(this.#operatorToken)]);
     this.#applyClients();
   }
 
@@ -76,8 +79,8 @@ export class ConfigState {
   /** An unavailable server can run now (its command was found): from here on it is configured as `config`. */
   makeAvailable(name: string, config: ServerConfig): void {
     const { [name]: _found, ...unavailable } = this.#config.unavailable;
-    this.#redactor.addServerConfig(config);
     this.#config = { ...this.#config, servers: { ...this.#config.servers, [name]: config }, unavailable };
+    this.#applyServers();
   }
 
   /** What `next` would change, without applying it (`rejected`: the servers of `next` that cannot run and were not merged in). */
@@ -90,10 +93,28 @@ export class ConfigState {
 
   /** Runs with `next` from now on: its servers for new acquires, its live settings, its client tokens. */
   adopt(next: LoadedConfig): void {
-    for (const config of configsOf(next)) this.#redactor.addServerConfig(config);
     this.#config = next;
     this.#settings = { ...this.#settings, ...Object.fromEntries(LIVE_SETTINGS.map((key) => [key, next.settings[key]])) };
+    this.#applyServers();
     this.#applyClients();
+  }
+
+  /**
+   * The configured servers' secrets are kept out of the daemon's log lines (each server's own
+   * answers are scrubbed of them by its connection). A secret-named value too short to scrub is
+   * named in a warning, never shown.
+   */
+  #applyServers(): void {
+    const configs = configsOf(this.#config);
+    for (const [name, config] of configs) {
+      const unprotected = this.#redactor.setServers(`config:${name}`, [config]);
+      if (unprotected.length > 0) {
+        this.#logger.warn({ server: name, values: unprotected }, `server ${name}: ${unprotected.join(', ')} named like a secret but too short to be scrubbed from answers and logs; use a longer value`);
+      }
+    }
+    const owners = new Set(configs.map(([name]) => `config:${name}`));
+    for (const owner of this.#configOwners) if (!owners.has(owner)) this.#redactor.drop(owner);
+    this.#configOwners = owners;
   }
 
   #applyClients(): void {
@@ -101,18 +122,17 @@ export class ConfigState {
     for (const problem of problems) {
       this.#logger.warn({ client: problem.id, variable: problem.tokenEnv, problem: problem.problem }, `client ${problem.id} is disabled: its token variable ${problem.tokenEnv} is ${problem.problem === 'unset' ? 'unset' : 'too short'}`);
     }
-    for (const entry of entries) this.#redactor.add(entry.token);
+    this.#redactor.setCredentials('clients', entries.map((entry) => entry.token));
     // The operator's MCP token (`mcpool token`): its principal, the read right only.
     const mcpToken = operatorMcpToken(this.#operatorToken);
-    this.#redactor.add(mcpToken);
     this.#tokens.replace([{ id: OPERATOR_ID, token: this.#operatorToken, rights: ['admin'] }, { id: OPERATOR_ID, token: mcpToken, rights: ['read'] }, ...entries]);
   }
 }
 
-/** Every parsed server config of a loaded config: those that run, and unavailable ones whose entry parsed (their secrets are known too). */
-function configsOf(config: Readonly<LoadedConfig>): ServerConfig[] {
-  const parsed = Object.values(config.unavailable).flatMap((problem) => (problem.config === undefined ? [] : [problem.config]));
-  return [...Object.values(config.servers), ...parsed];
+/** Every parsed server config of a loaded config by name: those that run, and unavailable ones whose entry parsed (their secrets are known too). */
+function configsOf(config: Readonly<LoadedConfig>): [string, ServerConfig][] {
+  const parsed = Object.entries(config.unavailable).flatMap(([name, problem]) => (problem.config === undefined ? [] : [[name, problem.config] as [string, ServerConfig]]));
+  return [...Object.entries(config.servers), ...parsed];
 }
 
 /** What changed between two server maps, by fingerprint (which never leaves the daemon). */

@@ -121,6 +121,11 @@ export class EntryWatcher {
       this.#logFailure(entry, server, entryIndex, lastError ?? { code: ErrorCode.SERVER_FAILED, message: 'failed' });
     } else if (status === 'closed') {
       this.#logger.info({ ...fields, status: 'gone' }, `${server}#${entryIndex} gone`);
+    } else if ((previous === 'active' && status === 'draining') || (previous === 'draining' && status === 'active')) {
+      // An entry goes draining when its last session leaves and active when one comes back: that
+      // is session churn (two lines per session on a per-principal server), so it is logged at
+      // debug; birth, failure and end stay lifecycle lines at info.
+      this.#logger.debug(fields, `${server}#${entryIndex} ${status}`);
     } else {
       this.#logger.info(fields, `${server}#${entryIndex} ${status}`);
     }

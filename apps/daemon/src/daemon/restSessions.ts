@@ -214,7 +214,6 @@ export class RestSessions {
     if (Object.values(injected).some((config) => config.transport === 'stdio') && !principal.rights.has('write')) {
       throw new PoolError(ErrorCode.FORBIDDEN, 'injecting a stdio server needs the write right');
     }
-    for (const config of Object.values(injected)) this.#redactor.addServerConfig(config);
 
     const plan = new Map<string, { config: ServerConfig; injected: boolean }>();
     for (const name of wanted) if (Object.hasOwn(configured, name)) plan.set(name, { config: configured[name]!, injected: false });
@@ -235,6 +234,9 @@ export class RestSessions {
       lastActivityAt: now,
     };
     this.#sessions.set(session.id, session);
+    // The injected servers' secrets are this session's: kept out of log lines while it lives, and
+    // dropped with it. Their answers are scrubbed of them by their own connections.
+    this.#redactor.setServers(`session:${session.id}`, Object.values(injected));
     // A stdio server is a command run for a client, so every such launch is logged (command only: never env or headers).
     for (const [name, config] of Object.entries(injected)) {
       this.#logger.debug({ sessionId: session.id, client: principal.id, server: name, transport: config.transport, command: config.command }, 'session injects a server');
@@ -321,7 +323,11 @@ export class RestSessions {
     if (this.#sessions.get(session.id) !== session) return;
     this.#sessions.delete(session.id);
     session.closed = true;
-    await this.#pool.releaseSession(session.id);
+    try {
+      await this.#pool.releaseSession(session.id);
+    } finally {
+      this.#redactor.drop(`session:${session.id}`);
+    }
     this.#logger.debug({ sessionId: session.id, client: session.clientId, why }, 'session closed');
     this.#publish({ type: 'session_closed', sessionId: session.id });
   }
@@ -382,7 +388,10 @@ export class RestSessions {
   closeAll(): string[] {
     this.#stopReaper?.();
     const ids = [...this.#sessions.keys()];
-    for (const session of this.#sessions.values()) session.closed = true;
+    for (const session of this.#sessions.values()) {
+      session.closed = true;
+      this.#redactor.drop(`session:${session.id}`);
+    }
     this.#sessions.clear();
     return ids;
   }

@@ -34,7 +34,7 @@ import { isIdle, leastRecentlyUsedIdle } from './idleSessions.js';
 export interface GatewayOptions {
   daemon: Daemon;
   logger: Logger;
-  /** What leaves through `/mcp` is scrubbed of every secret the daemon knows, as REST bodies are. */
+  /** What leaves through `/mcp` is scrubbed of the daemon's credentials, as REST bodies are (each server's own secrets are its connection's). */
   redactor: SecretRedactor;
 }
 
@@ -155,6 +155,8 @@ export class Gateway {
       viewAcquired: (name, principal) => this.#daemon.serverUsed(name, principal),
       // A replica seals itself into the calls it holds for a retry, so any replica can send the retry here.
       ...(this.#daemon.cluster === undefined ? {} : { mintContinuationId: (principal: string) => this.#daemon.cluster!.mintSessionId(principal) }),
+      // Replicas share the keys of modern servers' enveloped states, so a retry may reach any of them.
+      ...(this.#daemon.cluster === undefined ? {} : { stateKeys: this.#daemon.cluster.stateKeys }),
     });
     this.#legacy = new LegacySessions({
       pool: this.#daemon.pool,
@@ -165,7 +167,7 @@ export class Gateway {
       callTimeoutMs: () => this.#daemon.settings.callTimeoutMs,
       // Every message a session sends goes through the secret policy first (one place: the wire's encode).
       // The command a refusal for lack of authorization asks for goes on too (`../http/authHint.ts`).
-      encode: (message) => this.#redactor.scrubValue(withAuthorizeHint(message)),
+      encode: (message) => this.#redactor.scrubAnswer(withAuthorizeHint(message)),
       observeCall: (server, ok, seconds) => this.#daemon.metrics.observeCall(server, ok, seconds),
       ...(this.#daemon.telemetry === undefined ? {} : { around: (operation, serve) => this.#daemon.telemetry!.server.run(serverOperation(operation), serve, rpcFailure) }),
       joinDeadline: (name) => this.#joinDeadline(name),
@@ -451,9 +453,9 @@ export class Gateway {
   /**
    * Writes a modern answer on the socket itself, as a legacy session's wire writes its own:
    * fastify's reply pipeline (serializer, hooks, header merging) cost more than the answer.
-   * Hijacked, so no hook of the app sees it: what leaves is scrubbed of every secret here (a
-   * JSON body as text, each streamed message as it goes), and the headers fastify set so far
-   * (CORS) go along.
+   * Hijacked, so no hook of the app sees it: what leaves is scrubbed of the daemon's credentials
+   * here (a JSON body as a value, each streamed message as it goes; each server's own secrets are
+   * its connection's), and the headers fastify set so far (CORS) go along.
    */
   async #write(reply: FastifyReply, answer: ModernAnswer, gone: AbortSignal): Promise<void> {
     const raw = reply.raw;
@@ -465,8 +467,8 @@ export class Gateway {
       const body = answer.kind === 'json' && answer.body !== undefined ? withAuthorizeHint(answer.body) : undefined;
       const hinted = body === undefined || answer.kind !== 'json' || body === answer.body ? answer : { ...answer, body };
       await writeModernAnswer(raw, hinted, {
-        encodeText: (json) => this.#redactor.scrub(json),
-        encode: (message) => this.#redactor.scrubValue(withAuthorizeHint(message)),
+        encodeText: (json) => this.#redactor.scrubBody(json),
+        encode: (message) => this.#redactor.scrubAnswer(withAuthorizeHint(message)),
         keepAliveMs: this.#daemon.settings.heartbeatMs,
         signal: gone,
       });

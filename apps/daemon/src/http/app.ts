@@ -357,7 +357,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     app.get(`${METADATA_PATH}/*`, { config: { public: true } }, (request, reply) => metadata(`/${(request.params as { '*': string })['*']}`, reply));
   }
   // Last line of defence: no known secret leaves in a body.
-  app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? redactor.scrub(payload) : payload));
+  app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? redactor.scrubBody(payload) : payload));
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
     const fields = { method: request.method, path: request.url.split('?')[0], status, ms: Math.round(reply.elapsedTime), client: request.principal?.id };

@@ -40,7 +40,7 @@ export function eventStreamHandler(daemon: Daemon, redactor: SecretRedactor) {
     };
     const send = (payload: DaemonEventPayload, id: string | undefined, at: string): void => {
       if (!open) return;
-      const data = redactor.scrub(JSON.stringify({ ...payload, at }));
+      const data = redactor.answerJson({ ...payload, at });
       const frame = `${id === undefined ? '' : `id: ${id}\n`}event: ${payload.type}\ndata: ${data}\n\n`;
       if (!res.write(frame) && res.writableLength > MAX_BUFFERED_BYTES) end();
     };

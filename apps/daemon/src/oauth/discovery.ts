@@ -11,16 +11,20 @@
  *    OpenID discovery, path inserted then appended. A document whose `issuer` is not exactly the
  *    issuer the resource named is not used.
  * 3. Every URL used (metadata, endpoints) is https, or http on a loopback address. A server that
- *    is not itself on loopback may not send us to a loopback or private address literal. No fetch
- *    follows a redirect, so a redirect cannot lead a fetch somewhere else either.
+ *    is not itself on loopback may not send us to a loopback or special-purpose address literal,
+ *    nor to a name that resolves to one it may not reach (`addressGuard.ts`: checked when the
+ *    endpoint is read, and again at every connect). No fetch follows a redirect, so a redirect
+ *    cannot lead a fetch somewhere else either.
  *
  * A URL that fails these checks is never fetched and never opened in a browser.
  */
-import { isIP } from 'node:net';
 import * as oauth from 'oauth4webapi';
 import { z } from 'zod';
 import { ErrorCode, PoolError } from '@mcpool/core';
 import { parseBearerChallenge, type BearerChallenge } from '@mcpool/protocol';
+import { GuardedFetch, checkResolved, isLoopbackHost, reachOf, specialPurpose, type Reach, type ResolveAll } from './addressGuard.js';
+
+export { isLoopbackHost };
 
 export { parseBearerChallenge, type BearerChallenge };
 
@@ -31,23 +35,8 @@ export interface Discovered {
   as: oauth.AuthorizationServer;
   /** Scopes to ask for: the challenge's, else the protected resource's `scopes_supported`. */
   scopes: string[] | undefined;
-}
-
-/** True for `localhost`, 127.0.0.0/8 and ::1. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
-}
-
-/** Private, link-local and unique-local address literals (no DNS lookup: a name is not judged). */
-function isPrivateAddress(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (isIP(host) === 4) {
-    const [a, b] = host.split('.').map(Number) as [number, number];
-    return a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254);
-  }
-  if (isIP(host) === 6) return host.startsWith('fc') || host.startsWith('fd') || host.startsWith('fe80') || host.startsWith('::ffff:');
-  return false;
+  /** Where the server's endpoints may resolve to (every request of its flows is held to it). */
+  reach: Reach;
 }
 
 function authFailed(message: string, cause?: unknown): PoolError {
@@ -56,7 +45,8 @@ function authFailed(message: string, cause?: unknown): PoolError {
 
 /**
  * Throws unless `value` is a URL we may fetch or open for a server at `server`: https, or http on
- * loopback; and a loopback or private literal only when the server itself is on loopback.
+ * loopback; and a loopback or special-purpose address literal only when the server itself is on
+ * loopback (a name is judged by what it resolves to: {@link checkResolved}).
  */
 export function checkEndpoint(value: unknown, what: string, server: URL): URL {
   let url: URL;
@@ -69,8 +59,8 @@ export function checkEndpoint(value: unknown, what: string, server: URL): URL {
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
     throw authFailed(`the ${what} ${url.origin} is neither https nor http on loopback: refused`);
   }
-  if ((loopback || isPrivateAddress(url.hostname)) && !isLoopbackHost(server.hostname)) {
-    throw authFailed(`the ${what} ${url.origin} points into this machine or a private network, but the server does not: refused`);
+  if ((loopback || specialPurpose(url.hostname) !== undefined) && !isLoopbackHost(server.hostname)) {
+    throw authFailed(`the ${what} ${url.origin} points into this machine, a private network or a special-purpose range, but the server does not: refused`);
   }
   if (url.username !== '' || url.password !== '') throw authFailed(`the ${what} carries credentials: refused`);
   return url;
@@ -91,9 +81,20 @@ export function resourceOf(serverUrl: string): URL {
 const ENDPOINTS = ['authorization_endpoint', 'token_endpoint', 'registration_endpoint', 'device_authorization_endpoint', 'revocation_endpoint'] as const;
 const FETCH_TIMEOUT_MS = 10_000;
 
+/** How discovery reaches the network: the fetch and resolver for what a server may reach. */
+export interface DiscoveryNet {
+  /** The fetch for a server of this reach (its connects re-check every address). */
+  fetchFor(reach: Reach): typeof fetch;
+  resolve: ResolveAll;
+}
+
+/** The system resolver and one guarded fetch for the process, made on first use: for a caller that brings none. */
+let processNet: GuardedFetch | undefined;
+const defaultNet = (): DiscoveryNet => (processNet ??= new GuardedFetch());
+
 /** GET a metadata document: JSON asked for, no redirect followed (a 3xx is an answer like any other), bounded in time. */
-function fetchMetadata(url: URL): Promise<Response> {
-  return fetch(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+function fetchMetadata(url: URL, fetchFn: typeof fetch): Promise<Response> {
+  return fetchFn(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
 }
 
 /**
@@ -135,12 +136,12 @@ const resourceMetadataSchema = z.looseObject({
 type ResourceMetadata = z.infer<typeof resourceMetadataSchema>;
 
 /** The protected-resource metadata of `server`: the first location that answers 200, checked. */
-async function protectedResource(server: URL, challenge: BearerChallenge | undefined): Promise<ResourceMetadata> {
+async function protectedResource(server: URL, challenge: BearerChallenge | undefined, fetchFn: typeof fetch): Promise<ResourceMetadata> {
   const tried: string[] = [];
   for (const url of resourceMetadataUrls(server, challenge)) {
     let response: Response;
     try {
-      response = await fetchMetadata(url);
+      response = await fetchMetadata(url, fetchFn);
     } catch (error) {
       throw authFailed(`the protected-resource metadata of ${server.origin} could not be fetched from ${url.href}: ${(error as Error).message}`, error);
     }
@@ -163,15 +164,30 @@ async function protectedResource(server: URL, challenge: BearerChallenge | undef
   throw authFailed(`the protected-resource metadata of ${server.origin} was not found (${tried.join(', ')})`);
 }
 
-/** Runs discovery for the server at `serverUrl`, given the challenge of its last 401 or 403 (if any). */
-export async function discover(serverUrl: string, challenge: BearerChallenge | undefined, configScopes: string[] | undefined): Promise<Discovered> {
+/**
+ * Runs discovery for the server at `serverUrl`, given the challenge of its last 401 or 403 (if
+ * any). Every metadata URL and endpoint is checked as written ({@link checkEndpoint}) and by the
+ * addresses its name resolves to, before it is fetched or handed to a browser.
+ */
+export async function discover(serverUrl: string, challenge: BearerChallenge | undefined, configScopes: string[] | undefined, net: DiscoveryNet = defaultNet()): Promise<Discovered> {
   const server = resourceOf(serverUrl);
-  const prm = await protectedResource(server, challenge);
+  const reach = await reachOf(server, net.resolve);
+  const fetchFn = net.fetchFor(reach);
+  const resolved = async (value: unknown, what: string): Promise<void> => {
+    const url = checkEndpoint(value, what, server);
+    try {
+      await checkResolved(url, reach, net.resolve);
+    } catch (error) {
+      throw authFailed(`the ${what} ${url.origin} cannot be used: ${(error as Error).message}`, error);
+    }
+  };
+  if (challenge?.resourceMetadata !== undefined) await resolved(challenge.resourceMetadata, 'protected-resource metadata URL');
+  const prm = await protectedResource(server, challenge, fetchFn);
   const issuerValue = prm.authorization_servers?.[0];
   if (issuerValue === undefined) throw authFailed(`the protected-resource metadata of ${server.origin} names no authorization server`);
-  checkEndpoint(issuerValue, 'authorization server', server);
-  const as = await authorizationServer(issuerValue, server);
-  for (const name of ENDPOINTS) if (as[name] !== undefined) checkEndpoint(as[name], name.replace('_', ' '), server);
+  await resolved(issuerValue, 'authorization server');
+  const as = await authorizationServer(issuerValue, server, fetchFn);
+  for (const name of ENDPOINTS) if (as[name] !== undefined) await resolved(as[name], name.replace('_', ' '));
   if (as.token_endpoint === undefined) throw authFailed(`the authorization server ${as.issuer} has no token endpoint`);
   // Scope selection (MCP authorization spec): the challenge's scopes are authoritative for the
   // operation that met it; else the config's; else the resource's `scopes_supported`; else none
@@ -179,7 +195,7 @@ export async function discover(serverUrl: string, challenge: BearerChallenge | u
   const scopes = challenge?.scope !== undefined ? challenge.scope.split(' ').filter(Boolean) : (configScopes ?? prm.scopes_supported);
   // The resource indicator is sent exactly as the metadata published it: a URL parser would add
   // a `/` to a pathless one.
-  return { resource: prm.resource, as, scopes: scopes?.length ? scopes : undefined };
+  return { resource: prm.resource, as, scopes: scopes?.length ? scopes : undefined, reach };
 }
 
 /**
@@ -199,12 +215,12 @@ function authorizationServerMetadataUrls(issuer: URL): URL[] {
  * and names exactly `issuer` (RFC 8414 §3.3: a document with another `issuer` is not used, even
  * one equal after URL normalization).
  */
-async function authorizationServer(issuer: string, server: URL): Promise<oauth.AuthorizationServer> {
+async function authorizationServer(issuer: string, server: URL, fetchFn: typeof fetch): Promise<oauth.AuthorizationServer> {
   const reasons: string[] = [];
   for (const url of authorizationServerMetadataUrls(new URL(issuer))) {
     let response: Response;
     try {
-      response = await fetchMetadata(url);
+      response = await fetchMetadata(url, fetchFn);
     } catch (error) {
       reasons.push(`${url.pathname}: ${(error as Error).message}`);
       continue;

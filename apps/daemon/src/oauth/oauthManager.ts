@@ -27,6 +27,7 @@ import * as oauth from 'oauth4webapi';
 import { ErrorCode, PoolError, type CredentialTarget, type Logger, type ServerConfig, type UpstreamCredentials } from '@mcpool/core';
 import type { SecretRedactor } from '../secrets.js';
 import { discover, insecureFor, parseBearerChallenge, type BearerChallenge, type Discovered } from './discovery.js';
+import { GuardedFetch, reachOf, type Reach, type ResolveAll } from './addressGuard.js';
 import { bindingRefusal, clientAuth, clientFor, storedClient, type FlowClient, type Registrar } from './registration.js';
 import { TokenStore, grantKey, type StoredGrant } from './tokenStore.js';
 import { FileStore } from '../store/fileStore.js';
@@ -53,6 +54,8 @@ export interface OAuthManagerOptions {
   flowTimeoutMs?: number;
   /** How long one token refresh request may take before it is aborted. @default 10000 */
   refreshTimeoutMs?: number;
+  /** How names are resolved, for the address checks of every OAuth request. @default `dns.lookup` */
+  resolve?: ResolveAll;
 }
 
 /** What `POST /workspace/mcp/:server/auth` answers: where the user goes to authorize. */
@@ -87,11 +90,14 @@ export class OAuthManager implements UpstreamCredentials {
    * with the challenge's (step-up: the union keeps what other operations need).
    */
   readonly #requested = new Map<string, string[]>();
-  readonly #registrar: Registrar;
+  readonly #registrar: Omit<Registrar, 'requestOptions'>;
   #closed = false;
+  /** Every request of discovery and the flows: its connects refused where the server may not send us. */
+  readonly #net: GuardedFetch;
 
   constructor(options: OAuthManagerOptions) {
     this.#options = options;
+    this.#net = new GuardedFetch(options.resolve);
     this.#registrar = { clientMetadataUrl: options.clientMetadataUrl, redactor: options.redactor };
     this.#store = new TokenStore(options.store ?? new FileStore(options.stateDir));
     this.#logger = options.logger.child({ component: 'oauth' });
@@ -164,7 +170,7 @@ export class OAuthManager implements UpstreamCredentials {
     const url = config.transport === 'http' ? (config.httpUrl ?? config.url) : config.transport === 'sse' ? (config.url ?? config.httpUrl) : undefined;
     if (url === undefined) throw new PoolError(ErrorCode.INVALID_ARGUMENT, `${serverName} is not a remote (http or sse) server: it has nothing to authorize`);
     const key = keyOf(config, principal);
-    const found = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes);
+    const found = await discover(url, parseBearerChallenge(this.#challenges.get(serverName)), config.oauth?.scopes, this.#net);
     const previous = await this.#grant(key);
     const moved = bindingRefusal(serverName, config, previous, found.as);
     if (moved !== undefined) {
@@ -182,6 +188,7 @@ export class OAuthManager implements UpstreamCredentials {
   async forget(config: ServerConfig, principal: string | undefined): Promise<void> {
     const key = keyOf(config, principal);
     this.#grants.set(key, undefined);
+    this.#options.redactor.drop(`oauth:${key}`);
     clearTimeout(this.#timers.get(key));
     this.#timers.delete(key);
     await this.#store.remove(key);
@@ -194,6 +201,12 @@ export class OAuthManager implements UpstreamCredentials {
     this.#flows.clear();
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
+    void this.#net.close();
+  }
+
+  /** The options of an `oauth4webapi` request to `url` for a server of `reach`: its guarded fetch, and http allowed on loopback only. */
+  #requestOptions(url: string, reach: Reach): { [oauth.customFetch]: typeof fetch; [oauth.allowInsecureRequests]?: boolean } {
+    return { [oauth.customFetch]: this.#net.fetchFor(reach), ...insecureFor(new URL(url)) };
   }
 
   async #startCode(serverName: string, key: string, config: ServerConfig, discovered: Discovered): Promise<AuthFlowStart> {
@@ -211,7 +224,7 @@ export class OAuthManager implements UpstreamCredentials {
       },
     };
     try {
-      const { client, auth } = await clientFor(config, discovered.as, this.#registrar, [redirectUri], ['authorization_code', 'refresh_token']);
+      const { client, auth } = await clientFor(config, discovered.as, { ...this.#registrar, requestOptions: (url) => this.#requestOptions(url, discovered.reach) }, [redirectUri], ['authorization_code', 'refresh_token']);
       const verifier = oauth.generateRandomCodeVerifier();
       const state = oauth.generateRandomState();
       const authorizationUrl = new URL(as.authorization_endpoint);
@@ -233,7 +246,7 @@ export class OAuthManager implements UpstreamCredentials {
             const answer = oauth.validateAuthResponse(as, client, callback.searchParams, state);
             const response = await oauth.authorizationCodeGrantRequest(as, client, auth, answer, redirectUri, verifier, {
               additionalParameters: { resource: discovered.resource },
-              ...insecureFor(new URL(as.token_endpoint!)),
+              ...this.#requestOptions(as.token_endpoint!, discovered.reach),
             });
             const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
             await this.#granted(serverName, key, discovered, client, tokens);
@@ -263,12 +276,12 @@ export class OAuthManager implements UpstreamCredentials {
     if (as.device_authorization_endpoint === undefined) {
       throw new PoolError(ErrorCode.AUTH_FAILED, `the authorization server ${as.issuer} does not offer the device authorization grant; use the browser flow`);
     }
-    const { client, auth } = await clientFor(config, discovered.as, this.#registrar, [], ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
+    const { client, auth } = await clientFor(config, discovered.as, { ...this.#registrar, requestOptions: (url) => this.#requestOptions(url, discovered.reach) }, [], ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token']);
     const params: Record<string, string> = { resource: discovered.resource };
     if (discovered.scopes !== undefined) params.scope = discovered.scopes.join(' ');
     let device: oauth.DeviceAuthorizationResponse;
     try {
-      const response = await oauth.deviceAuthorizationRequest(as, client, auth, params, insecureFor(new URL(as.device_authorization_endpoint)));
+      const response = await oauth.deviceAuthorizationRequest(as, client, auth, params, this.#requestOptions(as.device_authorization_endpoint, discovered.reach));
       device = await oauth.processDeviceAuthorizationResponse(as, client, response);
     } catch (error) {
       throw new PoolError(ErrorCode.AUTH_FAILED, `the device authorization of ${serverName} could not start: ${oauthMessage(error)}`, { cause: error });
@@ -293,7 +306,7 @@ export class OAuthManager implements UpstreamCredentials {
       try {
         const response = await oauth.deviceCodeGrantRequest(as, client, auth, device.device_code, {
           additionalParameters: { resource: discovered.resource },
-          ...insecureFor(new URL(as.token_endpoint!)),
+          ...this.#requestOptions(as.token_endpoint!, discovered.reach),
         });
         const tokens = await oauth.processDeviceCodeResponse(as, client, response);
         if (stopped) return;
@@ -328,7 +341,7 @@ export class OAuthManager implements UpstreamCredentials {
   async #granted(serverName: string, key: string, discovered: Discovered, client: FlowClient, tokens: oauth.TokenEndpointResponse): Promise<void> {
     const grant = { ...grantOf(discovered.resource, discovered.as, client, tokens, undefined), ...(discovered.scopes === undefined ? {} : { requestedScopes: discovered.scopes }) };
     if (discovered.scopes !== undefined) this.#requested.set(key, discovered.scopes);
-    this.#remember(grant);
+    this.#remember(key, grant);
     await this.#store.write(key, grant);
     this.#grants.set(key, grant);
     this.#schedule(key, serverName, grant);
@@ -339,7 +352,7 @@ export class OAuthManager implements UpstreamCredentials {
   async #grant(key: string): Promise<StoredGrant | undefined> {
     if (this.#grants.has(key)) return this.#grants.get(key);
     const grant = await this.#store.read(key);
-    if (grant !== undefined) this.#remember(grant);
+    if (grant !== undefined) this.#remember(key, grant);
     if (!this.#grants.has(key)) this.#grants.set(key, grant);
     return this.#grants.get(key);
   }
@@ -351,7 +364,7 @@ export class OAuthManager implements UpstreamCredentials {
   async #newerInStore(key: string, serverName: string, grant: StoredGrant): Promise<StoredGrant | undefined> {
     const stored = await this.#store.read(key);
     if (stored === undefined || (stored.accessToken === grant.accessToken && stored.refreshToken === grant.refreshToken)) return undefined;
-    this.#remember(stored);
+    this.#remember(key, stored);
     this.#grants.set(key, stored);
     this.#schedule(key, serverName, stored);
     this.#options.onRefreshed(serverName);
@@ -375,16 +388,18 @@ export class OAuthManager implements UpstreamCredentials {
       const client = storedClient(grant);
       const auth = clientAuth(client);
       try {
+        // Where the token endpoint may be is judged again from the server, as at discovery.
+        const reach = await reachOf(new URL(grant.resource), this.#net.resolve);
         const response = await oauth.refreshTokenGrantRequest(grant.as, client, auth, grant.refreshToken, {
           additionalParameters: { resource: grant.resource },
           // A token endpoint that never answers must not hold the refresh (and every caller of
-          // the key) for undici's 300 s header timeout.
+          // the key): fetch itself would wait for minutes.
           signal: AbortSignal.timeout(this.#options.refreshTimeoutMs ?? DEFAULT_REFRESH_TIMEOUT_MS),
-          ...insecureFor(new URL(grant.as.token_endpoint!)),
+          ...this.#requestOptions(grant.as.token_endpoint!, reach),
         });
         const tokens = await oauth.processRefreshTokenResponse(grant.as, client, response);
         const next = { ...grantOf(grant.resource, grant.as, client, tokens, grant.refreshToken), ...(grant.requestedScopes === undefined ? {} : { requestedScopes: grant.requestedScopes }) };
-        this.#remember(next);
+        this.#remember(key, next);
         await this.#store.write(key, next);
         this.#grants.set(key, next);
         this.#schedule(key, serverName, next);
@@ -423,10 +438,9 @@ export class OAuthManager implements UpstreamCredentials {
     this.#timers.set(key, timer);
   }
 
-  #remember(grant: StoredGrant): void {
-    this.#options.redactor.add(grant.accessToken);
-    this.#options.redactor.add(grant.refreshToken);
-    this.#options.redactor.add(grant.client.client_secret);
+  /** A grant's tokens are credentials while it is held: a refresh replaces them, `forget` drops them. */
+  #remember(key: string, grant: StoredGrant): void {
+    this.#options.redactor.setCredentials(`oauth:${key}`, [grant.accessToken, grant.refreshToken, grant.client.client_secret]);
   }
 }
 

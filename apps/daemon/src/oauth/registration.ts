@@ -15,7 +15,6 @@ import * as oauth from 'oauth4webapi';
 import { z } from 'zod';
 import { ErrorCode, PoolError, type ServerConfig } from '@mcpool/core';
 import type { SecretRedactor } from '../secrets.js';
-import { insecureFor } from './discovery.js';
 import type { StoredGrant, TokenAuthMethod } from './tokenStore.js';
 
 /** What a dynamic registration needs of the daemon. */
@@ -24,6 +23,8 @@ export interface Registrar {
   clientMetadataUrl?: string | undefined;
   /** A registered secret is a secret from the moment it is known. */
   redactor: SecretRedactor;
+  /** How a request to `url` is made: the guarded fetch of the flow's reach, http allowed on loopback. */
+  requestOptions(url: string): { [oauth.customFetch]: typeof fetch; [oauth.allowInsecureRequests]?: boolean };
 }
 
 /**
@@ -49,10 +50,11 @@ export async function clientFor(config: ServerConfig, as: oauth.AuthorizationSer
     const response = await oauth.dynamicClientRegistrationRequest(
       as,
       { client_name: 'mcpool', redirect_uris: redirectUris, grant_types: grantTypes, response_types: redirectUris.length > 0 ? ['code'] : [], token_endpoint_auth_method: 'none', application_type: 'native' },
-      insecureFor(new URL(as.registration_endpoint)),
+      registrar.requestOptions(as.registration_endpoint),
     );
     const registered = await registrationOf(response);
-    registrar.redactor.add(registered.client_secret);
+    // The grant that follows holds the client secret (and replaces this owner's entry); until then it is this registration's.
+    registrar.redactor.setCredentials(`oauth-client:${registered.client_id}`, [registered.client_secret]);
     const client: FlowClient = {
       client_id: registered.client_id,
       ...(registered.client_secret === undefined ? {} : { client_secret: registered.client_secret }),

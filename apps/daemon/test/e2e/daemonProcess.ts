@@ -33,12 +33,20 @@ export interface DaemonProcess {
 const START_MS = 60_000;
 const STOP_MS = 30_000;
 
-export async function startDaemonProcess(label: string, mark: string, servers: Record<string, unknown>, options: { logLevel?: string } = {}): Promise<DaemonProcess> {
+export interface DaemonProcessOptions {
+  logLevel?: string;
+  /** More `daemon` settings (clients, limits); `port: 0` and `watchConfig: false` stay. */
+  daemon?: Record<string, unknown>;
+  /** More environment variables (client tokens). */
+  env?: Record<string, string>;
+}
+
+export async function startDaemonProcess(label: string, mark: string, servers: Record<string, unknown>, options: DaemonProcessOptions = {}): Promise<DaemonProcess> {
   const dir = mkdtempSync(join(tmpdir(), `mcpool-${label}-`));
   const configPath = join(dir, 'mcpool.json');
-  writeFileSync(configPath, JSON.stringify({ mcpServers: servers, daemon: { port: 0, watchConfig: false } }));
+  writeFileSync(configPath, JSON.stringify({ mcpServers: servers, daemon: { ...options.daemon, port: 0, watchConfig: false } }));
   const daemon = spawn(process.execPath, [BIN, 'serve', '--config', configPath, '--log-level', options.logLevel ?? 'info'], {
-    env: { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
+    env: { ...options.env, PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -6,8 +6,10 @@
  *   caller's own `_meta` goes as the call's (its protocol version, client capabilities and info,
  *   log level, trace context — the HTTP request's `traceparent`/`tracestate` when `_meta` has
  *   none), so a modern upstream shared by many callers sees each one's;
- * - a `requestState` and `inputResponses` of a modern server's `input_required`, byte for byte
- *   (its retry reaches the same upstream because the caller's views are held between requests).
+ * - `inputResponses` of a modern server's `input_required` byte for byte, and its `requestState`
+ *   byte for byte once the envelope it left in opened under the retry's own caller
+ *   (`upstreamStates.ts`; its retry reaches the same upstream because the caller's views are held
+ *   between requests).
  * A retry carrying a `requestState` the gateway minted continues its call instead
  * (`continuations.ts`); one the gateway did not mint, or `inputResponses` without one, on a
  * legacy server (which mints none and would take it as a new call) is refused.
@@ -18,6 +20,7 @@ import { requestStateRefused } from '@mcpool/protocol/refusals';
 import { headerValue, type RequestHeaders } from '../era.js';
 import { failureAnswer, shapeResult, Sink, type ModernAnswer, type RequestId } from './answers.js';
 import { Continuations, type Binding } from './continuations.js';
+import type { UpstreamStates } from './upstreamStates.js';
 import type { Hold, Holds } from './holds.js';
 import { asRecord, forwardedParams, type Params } from '../json.js';
 
@@ -41,7 +44,14 @@ export interface ForwardOptions {
   name: string;
 }
 
-export function forward(continuations: Continuations, holds: Holds, ctx: ForwardContext, view: PooledConnection, method: string, params: Params, options: ForwardOptions): Promise<ModernAnswer> {
+/** Who continues what: the gateway's own calls, and the envelopes of modern servers' states. */
+export interface ForwardStates {
+  continuations: Continuations;
+  upstream: UpstreamStates;
+}
+
+export function forward(states: ForwardStates, holds: Holds, ctx: ForwardContext, view: PooledConnection, method: string, params: Params, options: ForwardOptions): Promise<ModernAnswer> {
+  const { continuations, upstream } = states;
   const sink = new Sink(ctx.id);
   const { binding } = options;
   const state = params.requestState;
@@ -53,7 +63,17 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
     refuse(sink, ctx.id);
     return sink.settled;
   }
+  // A modern server's state goes back only inside the envelope it left in, opened by its own caller.
+  let serverState: string | undefined;
+  if (binding !== undefined && state !== undefined) {
+    serverState = upstream.open(state, binding);
+    if (serverState === undefined) {
+      refuse(sink, ctx.id);
+      return sink.settled;
+    }
+  }
   const body = forwardedParams(params);
+  if (serverState !== undefined) body.requestState = serverState;
   const { progressToken, ...meta } = ctx.meta;
   // Trace context of the HTTP request, when the caller put none in `_meta`.
   for (const name of ['traceparent', 'tracestate'] as const) {
@@ -82,13 +102,19 @@ export function forward(continuations: Continuations, holds: Holds, ctx: Forward
     continuations.settle(call, message, status);
   };
   view.request(method, body, callOptions).then(
-    (result) => finish({ jsonrpc: '2.0', id: ctx.id, result: shapeResult(method, result) }, 200),
+    (result) => finish({ jsonrpc: '2.0', id: ctx.id, result: shapeResult(method, binding === undefined ? result : enveloped(upstream, result, binding)) }, 200),
     (error: unknown) => {
       const failed = failureAnswer(ctx.id, error, `${method} ${options.name}`, options.requested);
       finish(failed.message, failed.status);
     },
   );
   return sink.settled;
+}
+
+/** A modern server's `input_required` with its own `requestState` in an envelope bound to the caller. */
+function enveloped(upstream: UpstreamStates, result: Params, binding: Binding): Params {
+  if (result.resultType !== 'input_required' || typeof result.requestState !== 'string') return result;
+  return { ...result, requestState: upstream.wrap(result.requestState, binding) };
 }
 
 /** A call of a method that never asks for input: nothing can continue it. */

@@ -28,6 +28,7 @@ import { endpointTools, resolveToolCall } from '../aggregate/search.js';
 import { stringParam } from '../rpcErrors.js';
 import { listResult, refusalAnswer, result, type ModernAnswer } from './answers.js';
 import type { Continuations } from './continuations.js';
+import type { UpstreamStates } from './upstreamStates.js';
 import { forward, type ForwardContext } from './forward.js';
 import { paramHeaderMismatch } from './headers.js';
 import type { Holds } from './holds.js';
@@ -44,6 +45,8 @@ export type Handler = (ctx: HandlerContext) => Promise<ModernAnswer>;
 
 export interface HandlerDeps {
   continuations: Continuations;
+  /** Modern servers' own `requestState`s, enveloped for the caller they were given to. */
+  upstreamStates: UpstreamStates;
   holds: Holds;
   /** The protocol revisions served. */
   versions: readonly string[];
@@ -52,11 +55,14 @@ export interface HandlerDeps {
   joinDeadline?(name: string): number;
   observeCall?(server: string, ok: boolean, seconds: number): void;
   admitListen?(principal: string): { code: ErrorCode; message: string } | undefined;
+  /** The most distinct resource URIs one listen may subscribe to. */
+  maxListenSubscriptions?: number;
 }
 
 /** The method table: the router dispatches a request to the handler its method names. */
 export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handler>> {
-  const { continuations, holds } = deps;
+  const { holds } = deps;
+  const states = { continuations: deps.continuations, upstream: deps.upstreamStates };
   /** The caller's servers, joined (each waited for until its deadline). */
   const joined = async (ctx: HandlerContext): Promise<void> => {
     await ctx.hold.aggregate.join(ctx.access, deps.joinDeadline === undefined ? undefined : (name) => deps.joinDeadline!(name));
@@ -104,7 +110,7 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
       const started = performance.now();
       let ok = false;
       try {
-        const answer = await forward(continuations, holds, ctx, resolved.view, 'tools/call', call.params, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, name: asked });
+        const answer = await forward(states, holds, ctx, resolved.view, 'tools/call', call.params, { binding: binding(ctx, 'tools/call', asked), requested: { kind: 'tool', name: asked }, name: asked });
         ok = true;
         return answer;
       } finally {
@@ -114,18 +120,18 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
     'prompts/get': async (ctx) => {
       const asked = stringParam(ctx.params, 'name');
       const { name, view } = await resolveName(ctx.hold.aggregate, ctx.access, 'prompt', asked);
-      return forward(continuations, holds, ctx, view, 'prompts/get', { ...ctx.params, name }, { binding: binding(ctx, 'prompts/get', asked), requested: { kind: 'prompt', name: asked }, name: asked });
+      return forward(states, holds, ctx, view, 'prompts/get', { ...ctx.params, name }, { binding: binding(ctx, 'prompts/get', asked), requested: { kind: 'prompt', name: asked }, name: asked });
     },
     'resources/read': async (ctx) => {
       const uri = stringParam(ctx.params, 'uri');
       await joined(ctx);
       const { view } = await resolveUri(ctx.hold.aggregate, ctx.access, uri);
-      return forward(continuations, holds, ctx, view, 'resources/read', ctx.params, { binding: binding(ctx, 'resources/read', uri), name: uri });
+      return forward(states, holds, ctx, view, 'resources/read', ctx.params, { binding: binding(ctx, 'resources/read', uri), name: uri });
     },
     'completion/complete': async (ctx) => {
       await joined(ctx);
       const target = await resolveCompletion(ctx.hold.aggregate, ctx.access, ctx.params);
-      return forward(continuations, holds, ctx, target.view, 'completion/complete', target.params, { requested: target.asked, name: target.named });
+      return forward(states, holds, ctx, target.view, 'completion/complete', target.params, { requested: target.asked, name: target.named });
     },
     'subscriptions/listen': async (ctx) => {
       await joined(ctx);
@@ -135,6 +141,7 @@ export function modernHandlers(deps: HandlerDeps): Readonly<Record<string, Handl
         access: ctx.access,
         signal: ctx.signal,
         ...(deps.admitListen === undefined ? {} : { admit: () => deps.admitListen!(ctx.principal) }),
+        ...(deps.maxListenSubscriptions === undefined ? {} : { maxSubscriptions: deps.maxListenSubscriptions }),
       });
     },
   };

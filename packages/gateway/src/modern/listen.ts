@@ -14,6 +14,7 @@ import type { GatewayAccess } from '../aggregate/access.js';
 import type { Aggregate, ListKind } from '../aggregate/aggregate.js';
 import { capabilitiesOf, ownsUri } from '../aggregate/directory.js';
 import type { ErrorCode } from '@mcpool/protocol';
+import { tooManySubscriptions } from '@mcpool/protocol/refusals';
 import { refusalAnswer, type ModernAnswer, type RequestId } from './answers.js';
 import { MessageStream } from './messageStream.js';
 import { asRecord, type Params } from '../json.js';
@@ -33,7 +34,12 @@ export interface ListenRequest {
   signal: AbortSignal | undefined;
   /** Asked before a stream is held open: a refusal is answered with its code. */
   admit?(): { code: ErrorCode; message: string } | undefined;
+  /** The most distinct resource URIs this listen may subscribe to. @default {@link MAX_LISTEN_SUBSCRIPTIONS} */
+  maxSubscriptions?: number;
 }
+
+/** Distinct resource URIs one listen may subscribe to, unless the host says otherwise. */
+const MAX_LISTEN_SUBSCRIPTIONS = 256;
 
 export class Listens {
   readonly #open = new Set<Listen>();
@@ -60,7 +66,10 @@ export class Listens {
     if (filter.toolsListChanged === true && caps.tools !== undefined) kinds.add('tools');
     if (filter.promptsListChanged === true && caps.prompts !== undefined) kinds.add('prompts');
     if (filter.resourcesListChanged === true && caps.resources !== undefined) kinds.add('resources');
-    const wanted = Array.isArray(filter.resourceSubscriptions) ? filter.resourceSubscriptions.filter((uri): uri is string => typeof uri === 'string') : [];
+    const wanted = Array.isArray(filter.resourceSubscriptions) ? [...new Set(filter.resourceSubscriptions.filter((uri): uri is string => typeof uri === 'string'))] : [];
+    // Each URI is an upstream subscribe and state held while the listen lives: a longer list is refused whole, first.
+    const max = request.maxSubscriptions ?? MAX_LISTEN_SUBSCRIPTIONS;
+    if (wanted.length > max) return refusalAnswer(id, tooManySubscriptions(wanted.length, max));
     // Only a listen that will be held open counts against the host's caps.
     if (kinds.size > 0 || wanted.length > 0) {
       const refused = request.admit?.();

@@ -20,6 +20,7 @@ import type { GatewayAccess } from '../aggregate/access.js';
 import type { RequestHeaders } from '../era.js';
 import { failureAnswer, refusalAnswer, type ModernAnswer } from './answers.js';
 import { Continuations } from './continuations.js';
+import { UpstreamStates } from './upstreamStates.js';
 import { modernHandlers, type Handler } from './handlers.js';
 import { headerMismatch } from './headers.js';
 import { Holds, type ModernHoldInfo } from './holds.js';
@@ -89,6 +90,19 @@ export interface ModernRouterOptions {
    * as a legacy session does, so a host counts them against the same caps.
    */
   admitListen?(principal: string): { code: ErrorCode; message: string } | undefined;
+  /**
+   * The most distinct resource URIs one `subscriptions/listen` may subscribe to: each is an
+   * upstream `resources/subscribe` and state held while the listen lives, so a longer list is
+   * refused whole (`MCPOOL_REQUEST_TOO_LARGE`) before anything is subscribed.
+   * @default 256
+   */
+  maxListenSubscriptions?: number;
+  /**
+   * The keys that bind a modern server's own `requestState` to its caller (32 bytes each; the
+   * first wraps, all open): replicas behind one balancer give the same, so a retry may reach any.
+   * @default one random key per router
+   */
+  stateKeys?: readonly Uint8Array[];
 }
 
 /**
@@ -120,12 +134,14 @@ export class ModernRouter {
     this.#continuations = new Continuations({ graceMs: options.continuationGraceMs, ...(options.mintContinuationId === undefined ? {} : { mintId: (principal: string) => options.mintContinuationId!(principal) }) });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
+      upstreamStates: new UpstreamStates(options.stateKeys),
       holds: this.#holds,
       versions: MODERN_PROTOCOL_VERSIONS,
       version: options.version,
       ...(options.joinDeadline === undefined ? {} : { joinDeadline: (name: string) => options.joinDeadline!(name) }),
       observeCall: (server, ok, seconds) => options.observeCall?.(server, ok, seconds),
       ...(options.admitListen === undefined ? {} : { admitListen: (principal: string) => options.admitListen!(principal) }),
+      ...(options.maxListenSubscriptions === undefined ? {} : { maxListenSubscriptions: options.maxListenSubscriptions }),
     });
   }
 
