@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { WorkspaceMcpStatus } from '@mcpool/client';
-import { fixtureConfig, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
+import { fixtureConfig, isRunning, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { connectClient, modernRequest, openListen, responseOf, type OpenStream } from './gatewayHelpers.js';
 import { harness, type Harness } from './helpers.js';
 import { ManualClock } from './manualClock.js';
@@ -23,16 +23,6 @@ let h: Harness;
 let base: string;
 const clients: Client[] = [];
 const listens: OpenStream[] = [];
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
-    throw error;
-  }
-}
 
 async function status(): Promise<Record<string, WorkspaceMcpStatus['servers'][number]>> {
   const body = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<WorkspaceMcpStatus>();
@@ -49,7 +39,7 @@ async function pidOf(client: Client, server: string): Promise<number> {
 }
 
 async function gone(pid: number): Promise<void> {
-  await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 30_000, interval: 20 });
+  await vi.waitFor(() => expect(isRunning(pid)).toBe(false), { timeout: 30_000, interval: 20 });
 }
 
 beforeAll(async () => {
@@ -88,10 +78,15 @@ describe('idle stop', () => {
     expect([await refsOf('legacy'), await refsOf('modern'), await refsOf('kept')]).toEqual([0, 0, 1]);
     await gone(pids.legacy);
     await gone(pids.modern);
-    expect(alive(pids.kept)).toBe(true);
-    // Status tells the stopped servers from the one still running.
-    const stopped = await status();
-    expect([stopped.legacy!.state, stopped.modern!.state, stopped.kept!.state]).toEqual(['stopped', 'stopped', 'running']);
+    expect(isRunning(pids.kept)).toBe(true);
+    // Status tells the stopped servers from the one still running (once the pool saw their entries end).
+    await vi.waitFor(
+      async () => {
+        const stopped = await status();
+        expect([stopped.legacy!.state, stopped.modern!.state, stopped.kept!.state]).toEqual(['stopped', 'stopped', 'running']);
+      },
+      { timeout: 30_000, interval: 20 },
+    );
 
     // The session stays and lists the stopped servers from their catalog.
     const names = (await client.listTools()).tools.map((tool) => tool.name);

@@ -20,7 +20,7 @@ import type { PooledConnection } from '@mcpool/core';
 
 /** The clock of the idle rule (the daemon's `DaemonClock` is one). */
 export interface IdleClock {
-  /** Milliseconds, on any fixed origin. */
+  /** Milliseconds since the epoch. */
   now(): number;
   /** Calls `tick` every `ms` until the returned function is called; never keeps the process alive. */
   every(ms: number, tick: () => void): () => void;
