@@ -23,6 +23,7 @@ import type {
   DaemonEventPayload,
   ReadyResponse,
   ReloadResult,
+  ServerLifeState,
   RestartResponse,
   RestartResult,
   WorkspaceMcpStatus,
@@ -30,6 +31,8 @@ import type {
 import { TokenRegistry } from './auth.js';
 import type { DaemonSettings, LoadedConfig } from './config/daemonConfig.js';
 import { SYSTEM_CLOCK, type DaemonClock } from './daemon/clock.js';
+import { idleStopMsOf } from './daemon/idleStopPolicy.js';
+import { ServerStates } from './daemon/serverStates.js';
 import { ConfigState } from './daemon/configState.js';
 import { EntryWatcher } from './daemon/entryWatcher.js';
 import { holdsNoShare } from './daemon/operatorHeadroom.js';
@@ -75,7 +78,7 @@ export interface DaemonOptions {
   oauthStateDir?: string;
   /** Where those grants are kept (Redis, for replicas that share them). @default the state directory under `oauthStateDir` */
   store?: SharedStore;
-  /** The clock of the rules about time (the REST sessions' idle TTL). @default the system clock */
+  /** The clock of the rules about time (the REST sessions' idle TTL, idle stop). @default the system clock */
   clock?: DaemonClock;
 }
 
@@ -91,6 +94,8 @@ export class Daemon {
   /** Set when OpenTelemetry export is on. */
   readonly telemetry: Telemetry | undefined;
   readonly startedAt = Date.now();
+  /** The clock of the rules about time (REST sessions' idle TTL, idle stop). */
+  readonly clock: DaemonClock;
   /** This daemon as one replica of several (`daemon.cluster`): sealed session ids and where they go. */
   readonly cluster: Cluster | undefined;
   readonly #logger: Logger;
@@ -100,6 +105,8 @@ export class Daemon {
   readonly #reloadConfig: (() => Promise<LoadedConfig>) | undefined;
   readonly #config: ConfigState;
   readonly #warm: WarmHold;
+  /** Where each server stands in its life (status, metrics, events). */
+  readonly #lives: ServerStates;
   /** REST sessions (`POST /sessions` and the routes under it). */
   readonly sessions: RestSessions;
   readonly #streams = new Set<() => void>();
@@ -118,6 +125,7 @@ export class Daemon {
   #closing: Promise<DrainAllResult> | undefined;
 
   constructor(options: DaemonOptions) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
     this.#logger = options.logger;
     this.#store = options.store;
     this.events = new EventHub(undefined, this.#logger);
@@ -158,10 +166,12 @@ export class Daemon {
       injectedServers: () => this.sessions.injectedLive(),
       settings: () => this.#config.settings,
       eventSubscribers: () => this.events.subscribers,
+      serverStates: () => this.#lifeCounts(),
     });
     const publish = (payload: DaemonEventPayload): void => {
       this.events.publish(payload);
     };
+    this.#lives = new ServerStates({ publish: (change) => publish({ type: 'server_state', ...change }), configured: (name) => this.#config.server(name) !== undefined });
     // The watcher is made before the pool, whose events it takes from the first one on.
     const watcher = new EntryWatcher({
       logger: this.#logger,
@@ -178,7 +188,10 @@ export class Daemon {
     this.pool = new McpTransportPool(
       daemonPoolOptions(this.#config.settings, {
         logger: this.#logger,
-        onEvent: (event) => watcher.onPoolEvent(event),
+        onEvent: (event) => {
+          watcher.onPoolEvent(event);
+          this.#lives.onPoolEvent(event);
+        },
         credentials: this.oauth === undefined ? undefined : configuredGrantsOnly(this.oauth, (name) => this.#config.server(name)),
         groupLedgerDir: options.groupLedgerDir,
         catalogDir: options.catalogDir,
@@ -198,7 +211,7 @@ export class Daemon {
       logger: this.#logger,
       metrics: this.metrics,
       publish,
-      clock: options.clock ?? SYSTEM_CLOCK,
+      clock: this.clock,
       assertAccepting: () => this.#assertAccepting(),
       assertOpening: () => this.assertOpening(),
       telemetry: this.telemetry?.server,
@@ -287,6 +300,7 @@ export class Daemon {
       warmError: (name) => this.#warm.lastError(name),
       sharingOf: (config, era) => this.#sharing.decision(config, era),
       cold: (name) => this.#warm.cold(name),
+      lifeOf: (name, cold) => ({ state: this.#lives.stateOf(name, cold), lastStartMs: this.#lives.lastStartMs(name) }),
       ready: this.readiness().ready,
       restSessions: this.sessions.size,
       mcpSessions: this.#mcpSessions(),
@@ -294,9 +308,25 @@ export class Daemon {
     });
   }
 
+  /** The configured servers by life state (a server whose last start failed, or that cannot run, is in none). */
+  #lifeCounts(): Record<ServerLifeState, number> {
+    const counts: Record<ServerLifeState, number> = { cold: 0, starting: 0, running: 0, stopped: 0 };
+    for (const name of Object.keys(this.#config.config.servers)) {
+      if (this.#warm.lastError(name) !== undefined) continue;
+      const state = this.#lives.stateOf(name, this.#warm.cold(name));
+      if (state !== undefined) counts[state] += 1;
+    }
+    return counts;
+  }
+
   /** Whether configured server `name` starts on first use (listed from its catalog until then). */
   startsOnUse(name: string): boolean {
     return this.#warm.startsOnUse(name);
+  }
+
+  /** After how long without use a caller's view of configured server `name` (of that era) is given back (see `daemon/idleStopPolicy.ts`). */
+  idleStopMsOf(name: string, era: 'legacy' | 'modern' | undefined): number | undefined {
+    return idleStopMsOf(this.#config.server(name), this.#config.settings, era);
   }
 
   /** `GET /readyz`: see `daemon/readiness.ts`; never ready while draining. */

@@ -19,6 +19,8 @@ export interface MetricsSource {
   injectedServers(): number;
   settings(): Readonly<DaemonSettings>;
   eventSubscribers(): number;
+  /** The configured servers by life state (`cold`, `starting`, `running`, `stopped`). */
+  serverStates(): Record<string, number>;
 }
 
 /**
@@ -168,6 +170,15 @@ export class DaemonMetrics {
         this.set({ limit: 'sessions_per_client' }, s.maxSessionsPerClient);
         this.set({ limit: 'injected_per_request' }, s.maxInjectedServersPerRequest);
         this.set({ limit: 'injected_per_client' }, s.maxInjectedServersPerClient);
+      },
+    });
+    new Gauge({
+      name: 'mcpool_servers',
+      help: 'Configured servers by life state: cold (listed from its catalog, not started), starting, running, stopped (let go while idle).',
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        for (const [state, count] of Object.entries(source.serverStates())) this.set({ state }, count);
       },
     });
     new Gauge({

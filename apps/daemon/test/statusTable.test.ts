@@ -35,12 +35,13 @@ describe('mcpool status', () => {
     const table = await status();
     const lines = table.split('\n');
     const row = lines.findIndex((line) => line.startsWith('memroy'));
-    expect(lines[row]).toMatch(/^memroy\s+failed\s+disconnected\s+0\s+0\s+MCPOOL_SPAWN_FAILED: .*stderr: npm error code E404$/);
+    expect(lines[row]).toMatch(/^memroy\s+failed\s+-\s+disconnected\s+0\s+0\s+MCPOOL_SPAWN_FAILED: .*stderr: npm error code E404$/);
     // The rest of the error follows, indented under the DETAIL column.
     expect(lines[row + 1]).toMatch(/^\s+npm error 404 Not Found - GET https:\/\/registry\.npmjs\.org\/@modelcontextprotocol%2fserver-memroy - Not found$/);
     expect(table).toContain("npm error 404  '@modelcontextprotocol/server-memroy@*' is not in this registry.");
     // The next server's row is still a row of its own.
-    expect(lines.find((line) => line.startsWith('echo'))).toMatch(/^echo\s+active\s+connected\s+1\s+1\s+#0 active/);
+    // Its life state and what its start cost.
+    expect(lines.find((line) => line.startsWith('echo'))).toMatch(/^echo\s+active\s+running · start \d+ ms\s+connected\s+1\s+1\s+#0 active/);
   });
 
   it('counts /mcp sessions beside REST ones', async () => {

@@ -54,6 +54,8 @@ export type {
   RestartResult,
   Right,
   ServerProgressEvent,
+  ServerLifeState,
+  ServerStateEvent,
   ServerRestartedEvent,
   SessionClosedEvent,
   SessionCreatedEvent,

@@ -87,7 +87,18 @@ export interface WorkspaceMcpServer {
   sharing?: { policy: SharingPolicy; reason: string };
   /** While a failed start keeps the server from being spawned again: when an acquire may spawn it (ISO time; a restart tries at once). */
   retryAt?: string;
+  /** Where the server stands in its life (see {@link ServerLifeState}); absent for a server that failed or cannot run (`status` says why). */
+  state?: ServerLifeState;
+  /** How long its last start took in this daemon, spawn to ready (ms). */
+  lastStartMs?: number;
 }
+
+/**
+ * A server's life as the daemon tells it: `cold` (listed from its catalog, not started by this
+ * daemon), `starting`, `running`, `stopped` (it ran and was let go while idle — no call for its
+ * `idleStopMs`, or no session at all; listed from its catalog, the next call starts it again).
+ */
+export type ServerLifeState = 'cold' | 'starting' | 'running' | 'stopped';
 
 /** The workspace budget cell. Consumers must tolerate other `scope` values. */
 export interface WorkspaceBudgetCell {
@@ -364,6 +375,15 @@ export interface ChildRefusedBatchEvent {
 /** Budget guardrail events (the `DaemonMcpGuardrailEvent` shape). */
 export type BudgetGuardrailEvent = BudgetWarningEvent | ChildRefusedBatchEvent;
 
+/** A server's life state changed (`starting`, `running`, `stopped`), with its last start's cost once it ran. */
+export interface ServerStateEvent {
+  type: 'server_state';
+  serverName: string;
+  state: ServerLifeState;
+  /** How long its last start took, spawn to ready (ms). */
+  lastStartMs?: number;
+}
+
 export interface ServerProgressEvent {
   type: 'servers_progress';
   ready: number;
@@ -461,6 +481,7 @@ export type DaemonEventPayload =
   | BudgetWarningEvent
   | ChildRefusedBatchEvent
   | ServerProgressEvent
+  | ServerStateEvent
   | ConfigReloadedEvent
   | ServerUnavailableEvent
   | ConfigRejectedEvent

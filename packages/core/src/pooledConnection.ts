@@ -114,6 +114,8 @@ export interface PooledConnectionEvents {
   notification: UpstreamNotification;
   /** A resource this session subscribed to changed. */
   resourceUpdated: { uri: string };
+  /** The last request of this session in flight on the server got its outcome: none is in flight now. */
+  callsSettled: { serverName: string };
 }
 
 export type PooledConnectionEvent = keyof PooledConnectionEvents;
@@ -173,6 +175,10 @@ export class PooledConnection {
   /** Calls in flight that answer the server requests attributed to them, by the number the actor names them with. */
   readonly #asking = new Map<number, ServerRequestHandler>();
   #asks = 0;
+  /** Requests of this view sent and not yet settled. */
+  #inFlight = 0;
+  /** Resources this view subscribed to and has not unsubscribed from. */
+  readonly #subscribed = new Set<string>();
 
   /** @internal Views are made by the pool: `McpTransportPool.acquire` is the way to get one. */
   constructor(init: PooledConnectionInit) {
@@ -376,11 +382,23 @@ export class PooledConnection {
   async subscribeResource(uri: string): Promise<void> {
     if (this.#releaseError) throw this.#releaseError;
     await this.#channel.request('subscribe', { uri });
+    this.#subscribed.add(uri);
   }
 
   async unsubscribeResource(uri: string): Promise<void> {
     if (this.#releaseError) throw this.#releaseError;
+    this.#subscribed.delete(uri);
     await this.#channel.request('unsubscribe', { uri });
+  }
+
+  /** How many requests of this session are in flight on the server now (`callsSettled` says when none is left). */
+  get callsInFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** The resources this session is subscribed to (its server must run to tell their updates). */
+  get subscribedResources(): string[] {
+    return [...this.#subscribed];
   }
 
   /** Sets (or clears) who answers the server's sampling/elicitation/roots requests for this session. */
@@ -450,6 +468,7 @@ export class PooledConnection {
       this.#asking.set(asks, options.onServerRequest);
     }
     const listens = options.onProgress !== undefined || options.onNotification !== undefined;
+    this.#inFlight += 1;
     return this.#channel
       .request<Record<string, unknown>>(
         'request',
@@ -461,12 +480,14 @@ export class PooledConnection {
       .then(
         (result) => {
           if (asks !== undefined) this.#asking.delete(asks);
+          this.#settled();
           this.#onCallOutcome?.('answered');
           telemetry.end(result, undefined);
           return result;
         },
         (error: unknown) => {
           if (asks !== undefined) this.#asking.delete(asks);
+          this.#settled();
           // A deadline says the server did not answer; its own error says it did.
           if (error instanceof PoolError && (error.code === ErrorCode.CALL_TIMEOUT || error.code === ErrorCode.UPSTREAM_ERROR)) {
             this.#onCallOutcome?.(error.code === ErrorCode.CALL_TIMEOUT ? 'timeout' : 'answered');
@@ -476,6 +497,12 @@ export class PooledConnection {
           throw failure;
         },
       );
+  }
+
+  /** A request got its outcome: when it was the last in flight, `callsSettled`. */
+  #settled(): void {
+    this.#inFlight -= 1;
+    if (this.#inFlight === 0) this.#emit('callsSettled', { serverName: this.serverName });
   }
 
   /** The actor's end vanished mid-call (its thread died): the call's result is unknown. */

@@ -14,6 +14,8 @@ export { classifyEra } from './era.js';
 export type { EraVerdict, RequestHeaders } from './era.js';
 export type { GatewayAccess } from './aggregate/access.js';
 export type { AcquireFailure } from './aggregate/aggregate.js';
+export { SYSTEM_IDLE_CLOCK } from './aggregate/idleStop.js';
+export type { IdleClock } from './aggregate/idleStop.js';
 export type { Params } from './json.js';
 export { qualify } from './aggregate/naming.js';
 export { CALL_TOOL, SEARCH_ENDPOINT, SEARCH_TOOL, SEARCH_VIEW_TOOLS } from './aggregate/search.js';

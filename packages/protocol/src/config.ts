@@ -97,6 +97,11 @@ export interface ServerConfig {
    * `eager`, before any client asks. Absent: the host's default. Not hashed (see `HOST_FIELDS`).
    */
   start?: StartMode;
+  /**
+   * After how long without a call a host stops the server while its sessions keep listing it from
+   * its catalog (0: never). Absent: the host's default for the server's era. Not hashed (see `HOST_FIELDS`).
+   */
+  idleStopMs?: number;
   // Per-session fields: each session applies its own; they never split a pool entry.
   includeTools?: string[];
   excludeTools?: string[];
@@ -234,6 +239,7 @@ export const serverConfigSchema = z.object({
     .optional()
     .describe(`a sharing policy (${SHARING_POLICIES.join(' | ')})`),
   start: z.enum(START_MODES as [StartMode, ...StartMode[]]).optional().describe(`a start mode (${START_MODES.join(' | ')})`),
+  idleStopMs: z.number().int().min(0).optional().describe('a whole number of milliseconds (0: never)'),
   includeTools: stringArray.optional().describe('an array of tool names'),
   excludeTools: stringArray.optional().describe('an array of tool names'),
   trust: z.boolean().optional().describe('true or false'),
@@ -277,6 +283,8 @@ export interface ServerConfigInput {
   sharing?: SharingPolicy | undefined;
   /** `lazy`: a host starts the server on first use; `eager`: before any client asks. @default the host's */
   start?: StartMode | undefined;
+  /** After how long without a call a host stops the server (0: never). @default the host's */
+  idleStopMs?: number | undefined;
   includeTools?: string[] | undefined;
   excludeTools?: string[] | undefined;
   trust?: boolean | undefined;
@@ -651,6 +659,7 @@ function normalizeEntry(
     oauth: keep('oauth') ? (entry.oauth ?? undefined) : undefined,
     sharing: entry.sharing,
     start: entry.start,
+    idleStopMs: entry.idleStopMs,
     includeTools: entry.includeTools,
     excludeTools: entry.excludeTools,
     trust: entry.trust,

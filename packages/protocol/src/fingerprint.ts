@@ -24,10 +24,10 @@ export const POOL_KEY_FIELDS = Object.freeze(['sharing'] as const);
 
 /**
  * Fields the host reads and the pool does not: never hashed, never split an entry. `start` says
- * when a host starts the server (a lazy one is listed from its catalog until first used), which
- * changes nothing about the process itself.
+ * when a host starts the server (a lazy one is listed from its catalog until first used) and
+ * `idleStopMs` when it stops an idle one, which changes nothing about the process itself.
  */
-export const HOST_FIELDS = Object.freeze(['start'] as const);
+export const HOST_FIELDS = Object.freeze(['start', 'idleStopMs'] as const);
 
 type SessionField = (typeof SESSION_FIELDS)[number];
 type PoolKeyField = (typeof POOL_KEY_FIELDS)[number];

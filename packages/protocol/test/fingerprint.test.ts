@@ -40,6 +40,7 @@ const full: Required<ServerConfig> = {
   oauth: { enabled: true, clientId: 'id', scopes: ['read', 'write'] },
   sharing: 'shared',
   start: 'eager',
+  idleStopMs: 60_000,
   includeTools: ['a'],
   excludeTools: ['b'],
   trust: false,
@@ -61,6 +62,7 @@ const changed: Required<ServerConfig> = {
   oauth: { enabled: true, clientId: 'id', scopes: ['read'] },
   sharing: 'per-session',
   start: 'lazy',
+  idleStopMs: 0,
   includeTools: ['c'],
   excludeTools: ['d'],
   trust: true,
@@ -209,7 +211,7 @@ describe('field classification', () => {
     expect(fingerprint({ ...full, [field]: undefined })).toBe(fingerprint(full));
   });
 
-  // Read by the host (when to start the server), never by the pool.
+  // Read by the host (when to start and stop the server), never by the pool.
   it.each(HOST_FIELDS)('changing host field %s keeps the fingerprint', (field) => {
     expect(fingerprint({ ...full, [field]: changed[field] })).toBe(fingerprint(full));
     expect(fingerprint({ ...full, [field]: undefined })).toBe(fingerprint(full));

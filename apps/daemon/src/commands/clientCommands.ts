@@ -82,16 +82,23 @@ function errorLines(error: { code: string; message: string }): string[] {
   return [lines[0]!, `… (${lines.length - ERROR_LINES_SHOWN} more lines; --json has them all)`, ...lines.slice(-(ERROR_LINES_SHOWN - 1))];
 }
 
+/** A server's life state and the cost of its last start: `running · start 420 ms`, `stopped (idle)`, `cold`. */
+function stateCell(server: WorkspaceMcpStatus['servers'][number]): string {
+  if (server.state === undefined) return '-';
+  const state = server.state === 'stopped' ? 'stopped (idle)' : server.state;
+  return server.lastStartMs === undefined ? state : `${state} · start ${server.lastStartMs} ms`;
+}
+
 export function formatStatus(status: WorkspaceMcpStatus): string {
-  const rows = [['SERVER', 'STATUS', 'MCP', 'ENTRIES', 'REFS', 'DETAIL']];
-  const below = (detail: string): string[] => ['', '', '', '', '', `  ${detail}`];
+  const rows = [['SERVER', 'STATUS', 'STATE', 'MCP', 'ENTRIES', 'REFS', 'DETAIL']];
+  const below = (detail: string): string[] => ['', '', '', '', '', '', `  ${detail}`];
   for (const server of status.servers) {
     const refs = server.entrySummary.reduce((sum, entry) => sum + entry.refs, 0);
     const entries = server.entrySummary.map((entry) => `#${entry.entryIndex} ${entry.status} refs=${entry.refs} ${entry.sharing}${entry.ownerLabel === undefined ? '' : `:${entry.ownerLabel}`}${entry.health === undefined ? '' : ` ${entry.health}`}`).join(', ');
     // A multi-line error (a server's stderr tail) is shown whole, under its row.
     const [headline = '-', ...more] = entries !== '' ? [entries] : server.lastError ? errorLines(server.lastError) : [];
     const next = server.errorKind === 'auth_required' ? ` — run: mcpool auth ${server.name}` : '';
-    rows.push([server.name, server.status, server.mcpStatus, String(server.entryCount), String(refs), headline + next]);
+    rows.push([server.name, server.status, stateCell(server), server.mcpStatus, String(server.entryCount), String(refs), headline + next]);
     for (const line of more) rows.push(below(line));
     if (server.configProblem) for (const line of errorLines(server.configProblem).map((l, i) => (i === 0 ? `config not applied (it runs its previous one): ${l}` : l))) rows.push(below(line));
   }

@@ -99,6 +99,12 @@ export interface DaemonSettings {
    * to learn it); `eager`, at daemon start. A server's own `start` wins. @default 'eager'
    */
   start: StartMode;
+  /**
+   * After how long without a call a modern-era server is stopped while its sessions keep listing
+   * it from its catalog (the next call starts it again); a legacy-era server only with its own
+   * `idleStopMs`. A server's own `idleStopMs` wins; 0: never. @default 300000
+   */
+  idleStopMs: number;
   /** SSE heartbeat interval. @default 15000 */
   heartbeatMs: number;
   /** @default 'info' */
@@ -249,6 +255,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   bodyLimitBytes: 256 * 1024,
   keepWarm: true,
   start: 'eager',
+  idleStopMs: 300_000,
   heartbeatMs: 15_000,
   logLevel: 'info',
   logMaxBytes: 10 * 1024 * 1024,
@@ -312,6 +319,7 @@ export const daemonSectionSchema = z
     bodyLimitBytes: z.number().int().min(1024).max(16 * 1024 * 1024),
     keepWarm: z.boolean(),
     start: z.enum(START_MODES as [StartMode, ...StartMode[]]),
+    idleStopMs: z.number().int().min(0).max(7 * 24 * 3_600_000),
     heartbeatMs: z.number().int().min(10).max(600_000),
     // Accepted so a config written for an older daemon still loads; it has no effect (lifecycle
     // events come from the pool itself) and a warning says so.

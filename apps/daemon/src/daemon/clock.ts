@@ -1,20 +1,11 @@
 /**
- * The daemon's clock, for the rules that are about time (how long a REST session may sit idle):
- * injectable, so a test moves time instead of waiting for it.
+ * The daemon's clock, for the rules that are about time (how long a REST session may sit idle,
+ * when an idle server is stopped): injectable, so a test moves time instead of waiting for it.
+ * It is the gateway's idle clock: one clock for every such rule.
  */
+import { SYSTEM_IDLE_CLOCK, type IdleClock } from '@mcpool/gateway';
 
-export interface DaemonClock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-  /** Calls `tick` every `ms` until the returned function is called; never keeps the process alive. */
-  every(ms: number, tick: () => void): () => void;
-}
+/** `now()` in milliseconds since the epoch, and an unref'd `every(ms, tick)`. */
+export type DaemonClock = IdleClock;
 
-export const SYSTEM_CLOCK: DaemonClock = {
-  now: () => Date.now(),
-  every(ms, tick) {
-    const timer = setInterval(tick, ms);
-    timer.unref();
-    return () => clearInterval(timer);
-  },
-};
+export const SYSTEM_CLOCK: DaemonClock = SYSTEM_IDLE_CLOCK;

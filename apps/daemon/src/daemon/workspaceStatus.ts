@@ -6,7 +6,7 @@
  * a fingerprint, an env value or a header.
  */
 import type { PoolSnapshot, ServerConfig, SharingPolicy } from '@mcpool/core';
-import type { WorkspaceMcpServer, WorkspaceMcpStatus } from '@mcpool/client';
+import type { ServerLifeState, WorkspaceMcpServer, WorkspaceMcpStatus } from '@mcpool/client';
 import type { DaemonSettings, LoadedConfig } from '../config/daemonConfig.js';
 import type { PlainError } from './failures.js';
 
@@ -20,6 +20,8 @@ export interface WorkspaceFigures {
   sharingOf: (config: ServerConfig, era: 'legacy' | 'modern' | undefined) => { policy: SharingPolicy; reason: string };
   /** Whether configured server `name` starts on first use and has a catalog: not running, it is `cold`. */
   cold: (name: string) => boolean;
+  /** Where a server stands in its life (given whether it is `cold`), and its last start's cost (see `serverStates.ts`). */
+  lifeOf: (name: string, cold: boolean) => { state: ServerLifeState | undefined; lastStartMs: number | undefined };
   ready: boolean;
   restSessions: number;
   mcpSessions: number;
@@ -49,9 +51,13 @@ export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
       ...(config ? { sharing: figures.sharingOf(config, live?.entrySummary.find((entry) => entry.era !== undefined)?.era) } : {}),
       ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
     };
-    if (live === undefined) return { ...common, status: cannotRun ? 'unavailable' : lastError ? 'failed' : config !== undefined && figures.cold(name) ? 'cold' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
+    const life = figures.lifeOf(name, live === undefined && config !== undefined && figures.cold(name));
+    const lifeFields = { ...(life.state === undefined || (live === undefined && lastError) ? {} : { state: life.state }), ...(life.lastStartMs === undefined ? {} : { lastStartMs: life.lastStartMs }) };
+    // `cold` is a server listed from its catalog that never ran here; one that ran and was let go is `closed` (state `stopped`).
+    if (live === undefined) return { ...common, ...lifeFields, status: cannotRun ? 'unavailable' : lastError ? 'failed' : life.state === 'cold' ? 'cold' : 'closed', mcpStatus: 'disconnected', entryCount: 0, entrySummary: [] };
     return {
       ...common,
+      ...lifeFields,
       // Entries of an older config may still drain; the configured server itself cannot run.
       status: cannotRun ? 'unavailable' : live.status,
       ...(live.status === 'auth_required' ? { errorKind: 'auth_required' as const } : {}),

@@ -90,6 +90,8 @@ export const workspaceMcpSchema = z.object({
       configProblem: plainError.optional(),
       sharing: z.object({ policy: sharingPolicy, reason: z.string() }).strict().optional(),
       retryAt: z.string().optional(),
+      state: z.enum(['cold', 'starting', 'running', 'stopped']).optional(),
+      lastStartMs: z.number().optional(),
     }).strict(),
   ),
   budget: z.object({

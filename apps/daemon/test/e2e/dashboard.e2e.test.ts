@@ -124,6 +124,8 @@ describe('the dashboard', () => {
       await page.locator('tr[data-server="echo"] td.calls', { hasText: /^3$/ }).waitFor({ timeout: 30_000 });
       await page.locator('tr[data-server="leaky"] td.calls', { hasText: /^1$/ }).waitFor({ timeout: 30_000 });
       expect(await row.locator('td.p50').textContent()).toMatch(/\d+(\.\d)? ms/);
+      // Its life state, with what its last start cost.
+      expect(await row.locator('td.state').textContent()).toMatch(/^running \d+ ms$/);
       expect(await row.locator('td.p95').textContent()).toMatch(/\d+(\.\d)? ms/);
       expect(await row.locator('.entry .era').first().textContent()).toMatch(/^(legacy|modern)$/);
       expect(await row.locator('.entry .sharing').first().textContent()).toMatch(/^(shared|per-principal|per-session)$/);

@@ -11,7 +11,7 @@ import './style.css';
 const EVENT_TYPES = [
   'entry_status', 'disconnected', 'reconnected', 'failed', 'mcp_budget_warning', 'mcp_child_refused_batch',
   'servers_progress', 'config_reloaded', 'config_rejected', 'server_restarted', 'session_created', 'session_closed',
-  'events_lost', 'shutdown', 'auth_required', 'auth_completed', 'auth_failed', 'server_unavailable',
+  'events_lost', 'shutdown', 'auth_required', 'auth_completed', 'auth_failed', 'server_unavailable', 'server_state',
 ];
 const MAX_EVENTS = 100;
 const STATUS_POLL_MS = 3000;
@@ -29,6 +29,11 @@ async function api(path, init = {}) {
     throw new Error(`${response.status} ${body.code ?? ''} ${body.message ?? ''}`.trim());
   }
   return response.status === 204 ? undefined : response.headers.get('content-type')?.includes('json') ? response.json() : response.text();
+}
+
+/** A server's life state as the dashboard names it. */
+function stateLabel(state) {
+  return state === 'stopped' ? 'stopped (idle)' : state;
 }
 
 function describeEvent(event) {
@@ -49,6 +54,7 @@ function describeEvent(event) {
     case 'auth_required': return `${event.serverName} needs authorization (Authorize, or run ${event.command})`;
     case 'auth_completed': return `${event.serverName} authorized`;
     case 'auth_failed': return `${event.serverName}: the authorization failed: ${event.message}`;
+    case 'server_state': return `${event.serverName} ${stateLabel(event.state)}${event.lastStartMs === undefined || event.state !== 'running' ? '' : ` (started in ${event.lastStartMs} ms)`}`;
     case 'servers_progress': return `servers ready ${event.ready}/${event.total}${event.failed ? `, ${event.failed} failed` : ''}`;
     default: return event.type;
   }
@@ -131,9 +137,9 @@ function StderrPanel({ name, tick, lastError }) {
 
 function Servers({ servers, stats, onRestart, onAuthorize, busy, canWrite, tick }) {
   if (servers.length === 0) return html`<p class="empty">No servers configured.</p>`;
-  const columns = 11;
+  const columns = 12;
   return html`<table class="servers">
-    <thead><tr><th>Server</th><th>Status</th><th>Entries</th><th>Refs</th><th>Restarts</th><th>Calls</th><th>Calls/s</th><th>p50</th><th>p95</th><th>Last error</th><th></th></tr></thead>
+    <thead><tr><th>Server</th><th>Status</th><th title="cold: listed from its catalog, not started · stopped (idle): let go while unused; the next call starts it">State</th><th>Entries</th><th>Refs</th><th>Restarts</th><th>Calls</th><th>Calls/s</th><th>p50</th><th>p95</th><th>Last error</th><th></th></tr></thead>
     <tbody>
       ${servers.flatMap((server) => {
         const stat = stats.get(server.name);
@@ -143,6 +149,7 @@ function Servers({ servers, stats, onRestart, onAuthorize, busy, canWrite, tick 
           html`<tr data-server=${server.name}>
             <td class="name">${server.name}${server.transport ? html` <span class="muted">${server.transport}</span>` : null}</td>
             <td><span class=${`status ${server.status}`}>${server.status}</span></td>
+            <td class="state">${server.state === undefined ? '—' : html`<span class=${`state ${server.state}`}>${stateLabel(server.state)}</span>`}${server.lastStartMs === undefined ? null : html` <span class="muted" title="how long its last start took, spawn to ready">${server.lastStartMs} ms</span>`}</td>
             <td class="entries">${server.entrySummary.length === 0 ? '—' : server.entrySummary.map((entry) => html`<div class="entry" data-entry=${entry.entryIndex}>
               #${entry.entryIndex} <span class=${`status ${entry.status}`}>${entry.status}</span> refs ${entry.refs} · <span class="tag era" title="protocol era">${entry.era ?? 'era ?'}</span> · <span class="tag sharing" title="who may share this process">${entry.sharing}</span>
             </div>`)}</td>

@@ -14,6 +14,10 @@
  *   When the pool finds a config's lists changed from its catalog (a start or a `list_changed`
  *   of its server, for whichever caller), each caller shown that catalog is told those lists
  *   changed; a server that joins from cold is not announced otherwise.
+ * - A view idle past its server's `idleStopMs` is given back and the slot is cold again, listed
+ *   from the catalog (see `idleStop.ts`); the next request that needs the server acquires it
+ *   again, and its new view is wired as the old one was: list changes and resource updates reach
+ *   the caller's streams as before.
  * - A server that did not start is tried again on use, at most every {@link RETRY_ACQUIRE_MS};
  *   its failure stays in its slot meanwhile. A view that fails is released and its slot retried
  *   the same way.
@@ -30,6 +34,7 @@ import { ErrorCode, PoolError, type CatalogChange, type CatalogRecord, type Conn
 import { fingerprint } from '@mcpool/protocol';
 import { serverUnavailable } from '@mcpool/protocol/refusals';
 import type { GatewayAccess } from './access.js';
+import { IdleStops, SYSTEM_IDLE_CLOCK, type IdleClock } from './idleStop.js';
 
 /** A server that failed to start for a caller is tried again on use, at most this often. */
 export const RETRY_ACQUIRE_MS = 5_000;
@@ -67,6 +72,8 @@ interface Slot {
   acquiring: Promise<PooledConnection | undefined> | undefined;
   /** The catalog the caller was last shown while the slot had no view (cold). */
   shown: Listing | undefined;
+  /** Its view was given back for idleness: listed from the catalog until a request needs it. */
+  stopped: boolean;
   detach: (() => void)[];
 }
 
@@ -113,6 +120,13 @@ export interface AggregateOptions {
   /** Told when an acquire of `name` settled (ready or failed): the host's join window for it can close. */
   settled?(name: string): void;
   /**
+   * After how long without a request of the caller its view of `name` (of that era) is given back,
+   * the caller shown the catalog meanwhile; undefined or 0: never. @default never
+   */
+  idleStopMs?(name: string, era: 'legacy' | 'modern' | undefined): number | undefined;
+  /** The clock of the idle rule. @default the system clock */
+  clock?: IdleClock | undefined;
+  /**
    * The front will learn the caller's roots ({@link Aggregate.setRoots}): `per-workspace` servers
    * wait for them. Otherwise the caller has no roots. @default false
    */
@@ -131,6 +145,7 @@ export class Aggregate {
   /** The caller's roots; undefined while its front has not learnt them. */
   #roots: readonly Root[] | undefined;
   readonly #offCatalog: () => void;
+  readonly #idle: IdleStops | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: AggregateOptions) {
@@ -138,7 +153,8 @@ export class Aggregate {
     this.#roots = options.rootsPending === true ? undefined : [];
     this.scope = options.scope;
     this.search = options.scope === undefined && options.search === true;
-    this.#offCatalog = options.startsOnUse === undefined ? () => undefined : options.pool.onCatalogChange((change) => this.#catalogChanged(change));
+    this.#idle = options.idleStopMs === undefined ? undefined : new IdleStops({ idleStopMs: (name, era) => options.idleStopMs?.(name, era), clock: options.clock ?? SYSTEM_IDLE_CLOCK, stop: (name, view) => this.#stopIdle(name, view) });
+    this.#offCatalog = options.startsOnUse === undefined && this.#idle === undefined ? () => undefined : options.pool.onCatalogChange((change) => this.#catalogChanged(change));
     if (options.servers !== undefined) {
       this.#fixed = new Set(options.servers);
       for (const name of [...options.servers].sort()) this.#slot(name);
@@ -229,6 +245,7 @@ export class Aggregate {
     const slot = this.#slot(name);
     const view = slot.view ?? (await this.#acquire(slot));
     if (view === undefined) throw serverUnavailable(name, slot.error);
+    this.#idle?.touch(name);
     return view;
   }
 
@@ -268,6 +285,7 @@ export class Aggregate {
           await slot.acquiring;
           const old = slot.view;
           if (old !== undefined) {
+            this.#idle?.unwatch(slot.name);
             unwire(slot);
             slot.view = undefined;
             void old.release().catch(() => undefined);
@@ -301,6 +319,7 @@ export class Aggregate {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#offCatalog();
+      this.#idle?.close();
       for (const slot of this.#slots.values()) unwire(slot);
       await this.#options.pool.releaseSession(this.#options.poolSessionId).catch((error: unknown) => {
         this.#options.logger?.warn({ poolSessionId: this.#options.poolSessionId, err: error }, 'gateway: releasing a caller’s pool session failed');
@@ -311,7 +330,7 @@ export class Aggregate {
 
   #slot(name: string): Slot {
     let slot = this.#slots.get(name);
-    if (slot === undefined) this.#slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, shown: undefined, detach: [] }));
+    if (slot === undefined) this.#slots.set(name, (slot = { name, view: undefined, error: undefined, retryAt: 0, acquiring: undefined, shown: undefined, stopped: false, detach: [] }));
     return slot;
   }
 
@@ -322,7 +341,7 @@ export class Aggregate {
   #coldListing(slot: Slot): Listing | undefined {
     if (slot.view !== undefined || slot.error !== undefined) return undefined;
     if (slot.acquiring !== undefined) return slot.shown;
-    if (this.#options.startsOnUse?.(slot.name) !== true) return (slot.shown = undefined);
+    if (this.#options.startsOnUse?.(slot.name) !== true && !slot.stopped) return (slot.shown = undefined);
     const config = this.#options.config(slot.name);
     return (slot.shown = config === undefined ? undefined : this.#options.pool.catalogOf(slot.name, config));
   }
@@ -360,8 +379,10 @@ export class Aggregate {
         }
         slot.view = view;
         slot.shown = undefined;
+        slot.stopped = false;
         slot.error = undefined;
         this.#wire(slot, view);
+        this.#idle?.watch(slot.name, view);
         this.#options.events.joined?.(slot.name);
         if (!cold) for (const kind of LIST_KINDS) this.#options.events.listChanged(kind);
         return view;
@@ -380,6 +401,22 @@ export class Aggregate {
     return slot.acquiring;
   }
 
+  /**
+   * The caller's view of `name` was idle past its time: given back, the slot cold (listed from the
+   * catalog, which the view's start recorded). Without a catalog the view is kept: nothing could
+   * list the server meanwhile.
+   */
+  #stopIdle(name: string, view: PooledConnection): void {
+    const slot = this.#slots.get(name);
+    const config = this.#options.config(name);
+    if (slot?.view !== view || this.closed || config === undefined || this.#options.pool.catalogOf(name, config) === undefined) return;
+    unwire(slot);
+    slot.view = undefined;
+    slot.stopped = true;
+    this.#options.logger?.debug({ poolSessionId: this.#options.poolSessionId, server: name, entryIndex: view.entryIndex }, 'gateway: an idle view was given back');
+    void view.release().catch(() => undefined);
+  }
+
   #wire(slot: Slot, view: PooledConnection): void {
     const events = this.#options.events;
     const name = slot.name;
@@ -392,6 +429,7 @@ export class Aggregate {
       view.on('reconnected', () => events.reconnected?.(name, view)),
       view.on('failed', () => {
         if (slot.view !== view) return;
+        this.#idle?.unwatch(name);
         unwire(slot);
         slot.view = undefined;
         slot.error = { code: ErrorCode.SERVER_FAILED, message: `${name} failed` };

@@ -40,6 +40,7 @@ import {
 } from '@mcpool/core';
 import { serverRequestRefused } from '@mcpool/protocol/refusals';
 import type { GatewayAccess } from '../aggregate/access.js';
+import type { IdleClock } from '../aggregate/idleStop.js';
 import { Aggregate, LIST_KINDS, type AcquireFailure, type ListKind } from '../aggregate/aggregate.js';
 import { capabilitiesOf, instructionsOf, listPrompts, listResources, listResourceTemplates, resolveCompletion, resolveName, resolveUri, serverInfoOf } from '../aggregate/directory.js';
 import { endpointTools, resolveToolCall } from '../aggregate/search.js';
@@ -79,6 +80,13 @@ export interface LegacySessionsOptions {
   version: string;
   /** Whether the host starts `name` on first use (listed from its catalog until then). @default never */
   startsOnUse?(name: string): boolean;
+  /**
+   * After how long without a request of a caller its view of `name` (of that era) is given back,
+   * the caller shown the catalog meanwhile (see `aggregate/idleStop.ts`); undefined or 0: never. @default never
+   */
+  idleStopMs?(name: string, era: 'legacy' | 'modern' | undefined): number | undefined;
+  /** The clock of the idle rule. @default the system clock */
+  idleClock?: IdleClock | undefined;
   /** Silent unless given. */
   logger?: Logger | undefined;
   /** How long a server→client request waits for the client's answer, read per request. @default 60000 */
@@ -229,6 +237,8 @@ export class LegacySession {
       pool: options.pool,
       config: (name) => options.config(name),
       startsOnUse: (name) => options.startsOnUse?.(name) === true,
+      ...(options.idleStopMs === undefined ? {} : { idleStopMs: (name: string, era: 'legacy' | 'modern' | undefined) => options.idleStopMs?.(name, era) }),
+      clock: options.idleClock,
       poolSessionId: this.poolSessionId,
       principal: init.principal,
       scope: init.scope,

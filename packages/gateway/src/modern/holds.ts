@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { ConnectionStatus, Logger, McpTransportPool, ServerConfig, ViewClientInfo } from '@mcpool/core';
 import { MODERN_META } from '@mcpool/protocol/modernMeta';
 import { Aggregate, LIST_KINDS } from '../aggregate/aggregate.js';
+import type { IdleClock } from '../aggregate/idleStop.js';
 import { Listens } from './listen.js';
 import { asRecord, type Params } from '../json.js';
 
@@ -37,6 +38,13 @@ export interface HoldsOptions {
   config(name: string): ServerConfig | undefined;
   /** Whether the host starts `name` on first use (listed from its catalog until then). @default never */
   startsOnUse?(name: string): boolean;
+  /**
+   * After how long without a request of a caller its view of `name` (of that era) is given back,
+   * the caller shown the catalog meanwhile (see `aggregate/idleStop.ts`); undefined or 0: never. @default never
+   */
+  idleStopMs?(name: string, era: 'legacy' | 'modern' | undefined): number | undefined;
+  /** The clock of the idle rule. @default the system clock */
+  idleClock?: IdleClock | undefined;
   /** How long a hold stays without a request, a call or a listen. */
   idleMs: number;
   /** Told when an acquire of `name` settled (the host's join window for it can close). */
@@ -70,6 +78,8 @@ export class Hold {
       pool: options.pool,
       config: (name) => options.config(name),
       startsOnUse: (name) => options.startsOnUse?.(name) === true,
+      ...(options.idleStopMs === undefined ? {} : { idleStopMs: (name: string, era: 'legacy' | 'modern' | undefined) => options.idleStopMs?.(name, era) }),
+      clock: options.idleClock,
       poolSessionId: `mcp-modern:${this.id}`,
       principal,
       scope,

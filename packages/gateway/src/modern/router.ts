@@ -25,6 +25,7 @@ import { modernHandlers, type Handler } from './handlers.js';
 import { headerMismatch } from './headers.js';
 import { Holds, type ModernHoldInfo } from './holds.js';
 import { asRecord } from '../json.js';
+import type { IdleClock } from '../aggregate/idleStop.js';
 
 /** The protocol revisions the router serves. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -59,6 +60,10 @@ export interface ModernRouterOptions {
   version: string;
   /** Whether the host starts `name` on first use (listed from its catalog until then). @default never */
   startsOnUse?(name: string): boolean;
+  /** After how long without a request a caller's view of `name` (of that era) is given back (see `aggregate/idleStop.ts`); undefined or 0: never. @default never */
+  idleStopMs?(name: string, era: 'legacy' | 'modern' | undefined): number | undefined;
+  /** The clock of the idle rule. @default the system clock */
+  idleClock?: IdleClock | undefined;
   /** Silent unless given. */
   logger?: Logger;
   /** How long a (principal, endpoint)'s views stay acquired without a request or listen. @default 60000 */
@@ -130,7 +135,7 @@ export class ModernRouter {
   #closed = false;
 
   constructor(options: ModernRouterOptions) {
-    this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), startsOnUse: (name) => options.startsOnUse?.(name) === true, idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), viewAcquired: (name, principal) => options.viewAcquired?.(name, principal), logger: options.logger });
+    this.#holds = new Holds({ pool: options.pool, config: (name) => options.config(name), startsOnUse: (name) => options.startsOnUse?.(name) === true, ...(options.idleStopMs === undefined ? {} : { idleStopMs: (name: string, era: 'legacy' | 'modern' | undefined) => options.idleStopMs?.(name, era) }), idleClock: options.idleClock, idleMs: options.viewIdleMs ?? 60_000, joined: (name) => options.joined?.(name), viewAcquired: (name, principal) => options.viewAcquired?.(name, principal), logger: options.logger });
     this.#continuations = new Continuations({ graceMs: options.continuationGraceMs, ...(options.mintContinuationId === undefined ? {} : { mintId: (principal: string) => options.mintContinuationId!(principal) }) });
     this.#handlers = modernHandlers({
       continuations: this.#continuations,
