@@ -1,8 +1,10 @@
 /**
  * A real `mcpool serve` process for a bench script: its own temp dir, config and state dir, a
  * free port on 127.0.0.1, an operator token, no `MCPOOL_*` variable of the caller's environment.
- * `runDaemonBench` waits until it is ready, runs the measurement, prints its report as JSON, and
- * stops the daemon (SIGTERM, waited for) and removes the dir whatever happened.
+ * `runDaemonBench` waits until it is ready, runs the measurement, prints its report as JSON (unless
+ * `print: false`) and returns it, and stops the daemon (SIGTERM, waited for) and removes the dir
+ * whatever happened. `stateDir` (kept; the caller removes it) lets a second daemon start on what
+ * the first one left there, as a restart does.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +18,7 @@ import { freePort } from './gateways.mjs';
 const BIN = fileURLToPath(new URL('../../../apps/daemon/bin/mcpool.js', import.meta.url));
 
 /**
- * @param {{ label: string, config: (port: number) => object, env?: Record<string, string> }} setup
+ * @param {{ label: string, config: (port: number) => object, env?: Record<string, string>, stateDir?: string, print?: boolean }} setup
  * @param {(daemon: { base: string, pid: number, operator: string, auth: Record<string, string> }) => Promise<object>} measure
  */
 export async function runDaemonBench(setup, measure) {
@@ -24,7 +26,7 @@ export async function runDaemonBench(setup, measure) {
   const port = await freePort();
   const operator = `op-${randomUUID()}`;
   writeFileSync(join(dir, 'config.json'), JSON.stringify(setup.config(port)));
-  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MCPOOL_'))), ...setup.env, MCPOOL_TOKEN: operator, MCPOOL_STATE_DIR: join(dir, 'state') };
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MCPOOL_'))), ...setup.env, MCPOOL_TOKEN: operator, MCPOOL_STATE_DIR: setup.stateDir ?? join(dir, 'state') };
   const child = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'config.json')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -36,7 +38,9 @@ export async function runDaemonBench(setup, measure) {
       if (ready?.ready) break;
       await delay(100);
     }
-    console.log(JSON.stringify(await measure({ base, pid: child.pid, operator, auth }), null, 2));
+    const report = await measure({ base, pid: child.pid, operator, auth });
+    if (setup.print !== false) console.log(JSON.stringify(report, null, 2));
+    return report;
   } catch (error) {
     console.error('bench failed:', error, stderr.slice(-2000));
     process.exitCode = 1;
