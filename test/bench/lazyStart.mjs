@@ -104,18 +104,19 @@ async function legacyClient({ base, auth }, options = { requestInit: { headers: 
 }
 
 /**
- * One session opened, ready (its tool list read) and closed: the time to ready, and the part of it
- * spent in the POSTs' round trips (request sent → whole body read), which is the daemon's share
- * plus the loopback; the rest is the client's (the SDK's parsing and validation of 255 tools).
+ * One session opened, ready (its tool list read) and closed: the time to ready, and each POST's
+ * round trip by its JSON-RPC method (request sent → whole body read), which is the daemon's share
+ * plus the loopback; the rest is the client's (the SDK parsing and validating 255 tools).
  */
 async function readyOnce(daemon, era) {
-  let httpMs = 0;
+  const steps = {};
   const fetchTimed = async (input, init) => {
     if ((init?.method ?? 'GET') !== 'POST') return fetch(input, init);
     const t = performance.now();
     const response = await fetch(input, init);
     const text = await response.text();
-    httpMs += performance.now() - t;
+    const method = JSON.parse(init.body).method ?? 'response';
+    steps[method] = (steps[method] ?? 0) + performance.now() - t;
     return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
   const options = { requestInit: { headers: daemon.auth }, fetch: fetchTimed };
@@ -126,30 +127,37 @@ async function readyOnce(daemon, era) {
     const { tools } = await client.listTools(undefined, { timeout: TIMEOUT_MS });
     const total = performance.now() - started;
     await client.close().catch(() => undefined);
-    return { ms: total, httpMs, tools: tools.length };
+    return { ms: total, steps: { ...steps }, tools: tools.length };
   }
   const session = await legacyClient(daemon, options);
   const { tools } = await session.client.listTools(undefined, { timeout: TIMEOUT_MS });
   const total = performance.now() - started;
+  const ready = { ms: total, steps: { ...steps }, tools: tools.length };
   await closeSession(session);
-  return { ms: total, httpMs, tools: tools.length };
+  return ready;
 }
 
 /** Session readiness of both eras, alternating (ABBA), after 5 of each to compile both paths. */
 async function sessionReady(daemon) {
   for (let i = 0; i < 5; i++) for (const era of ['legacy', 'modern']) await readyOnce(daemon, era);
-  const samples = { legacy: [], modern: [], legacyHttp: [], modernHttp: [] };
+  const samples = { legacy: { total: [], http: [], steps: {} }, modern: { total: [], http: [], steps: {} } };
   let tools = 0;
   for (let i = 0; i < readyRounds; i++) {
     for (const era of i % 2 === 0 ? ['legacy', 'modern'] : ['modern', 'legacy']) {
       const one = await readyOnce(daemon, era);
-      samples[era].push(one.ms);
-      samples[`${era}Http`].push(one.httpMs);
+      const into = samples[era];
+      into.total.push(one.ms);
+      into.http.push(Object.values(one.steps).reduce((a, b) => a + b, 0));
+      for (const [method, value] of Object.entries(one.steps)) (into.steps[method] ??= []).push(value);
       tools = one.tools;
     }
   }
-  const era = (name) => ({ ...times(samples[name]), httpRoundTripsP50Ms: ms(quantile(samples[`${name}Http`], 0.5)) });
-  return { legacy: era('legacy'), modern: era('modern'), toolsListed: tools };
+  const summary = ({ total, http, steps }) => ({
+    ...times(total),
+    httpRoundTripsP50Ms: ms(quantile(http, 0.5)),
+    stepP50Ms: Object.fromEntries(Object.entries(steps).map(([method, list]) => [method, ms(quantile(list, 0.5))])),
+  });
+  return { legacy: summary(samples.legacy), modern: summary(samples.modern), toolsListed: tools };
 }
 
 /** 5 legacy sessions list everything and call the 3 servers; they stay open (the caller closes them). */
