@@ -103,9 +103,9 @@ describe('client commands', () => {
   it('status prints a table of servers, entries, refs and the budget; --json the raw answer', async () => {
     const { code, out } = await run(['status']);
     expect(code).toBe(0);
-    expect(out).toMatch(/^SERVER\s+STATUS\s+MCP\s+ENTRIES\s+REFS\s+DETAIL$/m);
-    expect(out).toMatch(/^echo\s+active\s+connected\s+1\s+1\s+#0 active refs=1 per-principal:[0-9a-f]{12}$/m);
-    expect(out).toMatch(/^web\s+failed\s+disconnected\s+0\s+0\s+MCPOOL_[A-Z_]+: /m);
+    expect(out).toMatch(/^SERVER\s+STATUS\s+STATE\s+MCP\s+ENTRIES\s+REFS\s+DETAIL$/m);
+    expect(out).toMatch(/^echo\s+active\s+running · start \d+ ms\s+connected\s+1\s+1\s+#0 active refs=1 per-principal:[0-9a-f]{12}$/m);
+    expect(out).toMatch(/^web\s+failed\s+-\s+disconnected\s+0\s+0\s+MCPOOL_[A-Z_]+: /m);
     expect(out).toContain('budget: 1/9 live (warn, ok) · 1 per-principal · sessions: 0 /mcp, 0 REST · ready');
     const json = JSON.parse((await run(['status', '--json'])).out) as { initialized: boolean };
     expect(json.initialized).toBe(true);

@@ -57,7 +57,8 @@ beforeAll(async () => {
           { id: 'beta', tokenEnv: 'BETA_TOKEN', rights: ['read', 'write'] },
         ],
         mcpMaxSessionsPerClient: 2,
-        mcpMaxSessions: 3,
+        // 3 for clients, and the one the operator always keeps.
+        mcpMaxSessions: 4,
       },
     },
     { env: TOKENS, marks: [mark] },
@@ -129,7 +130,7 @@ describe('modern holds', { retry: 0 }, () => {
     expect(third.messages[0]).toMatchObject({ error: { code: JSON_RPC_CODE[ErrorCode.CLIENT_LIMIT_REACHED], message: expect.stringContaining('mcpMaxSessionsPerClient 2'), data: { code: ErrorCode.CLIENT_LIMIT_REACHED } } });
     // A legacy initialize of alpha is refused by the same share.
     expect((await legacyInit(alpha)).status).toBe(HTTP_STATUS[ErrorCode.CLIENT_LIMIT_REACHED]);
-    // 2 listens of alpha + 1 legacy session of beta fill the daemon-wide cap of 3: beta, under its share, gets 503.
+    // 2 listens of alpha + 1 legacy session of beta fill the clients' part of the daemon-wide cap (4 less the operator's 1): beta, under its share, gets 503.
     const betaListen = listen(beta);
     expect(await betaListen.status).toBe(HTTP_STATUS[ErrorCode.SESSION_CAP_REACHED]);
     // A listen with nothing to hold completes at once and is not refused.

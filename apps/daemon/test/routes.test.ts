@@ -84,6 +84,8 @@ describe('GET /workspace/mcp', () => {
       transport: 'stdio',
       status: 'active',
       mcpStatus: 'connected',
+      state: 'running',
+      lastStartMs: expect.any(Number) as number,
       entryCount: 1,
       // The warm hold is the one ref; the fixture speaks the legacy era.
       entrySummary: [{ entryIndex: 0, refs: 1, status: 'active', sharing: 'shared', era: 'legacy' }],

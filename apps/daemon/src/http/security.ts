@@ -217,14 +217,14 @@ export function serverTimeouts(settings: { requestTimeoutMs: number; headersTime
  * every local client at once, so a cap on it is a cap on the machine: local connections are admitted
  * per principal instead (`connectionAdmission.ts`). Other connections, including that address's
  * first `max`, are not touched. Logged once each time an address reaches the cap (not per refusal:
- * a client retrying in a loop must not flood the log).
+ * a client retrying in a loop must not flood the log). `exempt`: the addresses never capped (loopback).
  */
-export function limitConnectionsPerAddress(server: Server, max: number, logger: Pick<Logger, 'warn'>): void {
+export function limitConnectionsPerAddress(server: Server, max: number, logger: Pick<Logger, 'warn'>, exempt: (address: string) => boolean = isLoopbackAddress): void {
   const open = new Map<string, number>();
   const capped = new Set<string>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? 'unknown';
-    if (isLoopbackAddress(address)) return;
+    if (exempt(address)) return;
     const count = open.get(address) ?? 0;
     if (count >= max) {
       if (!capped.has(address)) {
