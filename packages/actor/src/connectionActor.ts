@@ -78,17 +78,17 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     },
   });
   /**
-   * Holds back reading a server that floods (one per actor, across reconnects): one warning when an
-   * episode begins, one info line when it ends, and the supervisor told both times (status shows it).
+   * Drops what a flooding server sends past its bound (one per actor, across reconnects): one warning
+   * when an episode begins, one with the count dropped when it ends, and the supervisor told both times (status shows it).
    */
   const throttle = new SourceThrottle({
     backedUp: () => hub.backedUp(),
     onEpisodeStart: ({ reason }) => {
-      logger.warn({ reason }, 'the server sends faster than its sessions may get: reading it is held back, so it is slowed and other servers are not');
+      logger.warn({ reason }, 'the server sends notifications faster than its sessions may get: those past the bound are dropped as they are read, so answers are not held behind them');
       emitControl('throttle', { throttled: true, reason });
     },
     onEpisodeEnd: (episode) => {
-      logger.info(episode, 'the server no longer floods: reading it at full speed again');
+      logger.warn(episode, 'the server no longer floods: notifications dropped at the source during the burst');
       emitControl('throttle', { throttled: false, ...episode });
     },
   });

@@ -7,7 +7,7 @@
  * {@link VIEW_NOTIFICATIONS_PER_SECOND}); past it, messages wait. A waiting message with a key
  * (progress of one call, updates of one resource) is replaced by a newer one with the same key
  * (latest wins, in the first one's place); one without a key waits in a queue that is `full` at
- * {@link VIEW_QUEUE_BOUND} (the source then stops reading), the oldest dropped past twice that. When the backlog has drained, one warning
+ * {@link VIEW_QUEUE_BOUND} (the source then drops notifications as it reads them), the oldest dropped past twice that. When the backlog has drained, one warning
  * reports how many were dropped and coalesced during that burst.
  *
  * Logs no caller asked for (a `notifications/message` outside any call) take a slower lane first:
@@ -21,7 +21,7 @@
 export const VIEW_NOTIFICATIONS_PER_SECOND = 1000;
 /** ... and this many at once after a calm spell (a burst of logs at startup passes untouched). */
 export const VIEW_NOTIFICATION_BURST = 1000;
-/** Messages without a key waiting for the view before the source stops reading; the oldest is dropped past twice this. */
+/** Messages without a key waiting for the view before the source drops notifications; the oldest is dropped past twice this. */
 export const VIEW_QUEUE_BOUND = 500;
 /** Logs outside any call a view gets a second, sustained; the rest are dropped. */
 export const UNASKED_LOGS_PER_SECOND = 100;
@@ -85,9 +85,9 @@ export class ViewOutbox {
       this.#keyed.set(key, deliver);
     } else {
       this.#queue.push(deliver);
-      // Past the bound the source stops reading, but each wait still lets the message that asked
-      // for it in (one per wait), and a late drain tick on a loaded machine lets a few more: they
-      // are kept up to twice the bound, so what a call produces is not dropped for that.
+      // Past the bound the source drops notifications as it reads them, but what was read in the
+      // same tick and a late drain tick on a loaded machine let a few more in: they are kept up to
+      // twice the bound, so what a call produces is not dropped here for that.
       if (this.#queue.length > 2 * VIEW_QUEUE_BOUND) {
         this.#queue.shift();
         this.#dropped += 1;

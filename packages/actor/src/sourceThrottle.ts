@@ -1,33 +1,33 @@
 /**
- * Back-pressure at the source: how fast the actor reads what a server sends on its own. A server
- * that floods notifications costs the actor's thread a parse per message, whoever listens; past
- * a bound the transport stops reading (stdio: the child's stdout is paused, the pipe fills and
- * the server's own writes block; HTTP: the SSE body is not read, TCP's window closes), so the
- * flood costs neither thread nor memory, and the machine's cores stay with the other servers.
+ * Back-pressure at the source: how many of the messages a server sends on its own the actor
+ * passes on. A server that floods notifications costs the actor's thread a parse per message,
+ * whoever listens, and its views' queues whatever is passed on; past a bound the rest are read
+ * and dropped there, never waited for. Reading is never paused: a pipe (stdio) or a stream
+ * (legacy SSE) carries the server's answers behind its notifications, so a read held back for
+ * one caller's burst would hold every other caller's answer of that server behind it.
  *
- * Rule: every message the server sends that is not a response (a notification or a request)
- * takes a token from a bucket refilled at {@link SOURCE_MESSAGES_PER_SECOND}, holding at most
- * {@link SOURCE_MESSAGE_BURST}. When the bucket is empty, reading waits until it holds a token
- * again; while the views' queues are full (`backedUp`), it waits one view drain tick at a time.
- * A run of such waits is one episode: it is reported when it begins and when no wait happened
- * for {@link EPISODE_QUIET_MS}.
+ * Rule: every message the server sends that is not a response takes a token from a bucket
+ * refilled at {@link SOURCE_MESSAGES_PER_SECOND}, holding at most {@link SOURCE_MESSAGE_BURST}.
+ * A notification read while the bucket is empty, or while the views' queues are full
+ * (`backedUp`: passing it on would only drop it there), is dropped and counted; a request from
+ * the server is always passed on (it is owed an answer), and responses are never counted.
+ * A run of drops is one episode: it is reported when it begins and, with its count, when no
+ * drop happened for {@link EPISODE_QUIET_MS}.
  */
+import type { JsonRpcMessage } from './transports/upstreamTransport.js';
 
-/** Server-initiated messages read per second, sustained: twice what one view is given. */
+/** Server-initiated messages passed on per second, sustained: twice what one view is given. */
 export const SOURCE_MESSAGES_PER_SECOND = 2000;
-/** ... and this many at once after a calm spell: a burst of startup logs is read in one go. */
+/** ... and this many at once after a calm spell: a burst of startup logs passes in one go. */
 export const SOURCE_MESSAGE_BURST = 2000;
-/** How long reading waits while the views' queues are full: one view drain tick. */
-export const BACKED_UP_WAIT_MS = 50;
-/** An episode ends after this long without a wait. */
+/** An episode ends after this long without a drop. */
 export const EPISODE_QUIET_MS = 1000;
 
 export interface ThrottleEpisode {
-  /** Why reading first waited in this episode. */
+  /** Why the first notification of this episode was dropped. */
   reason: 'rate' | 'views_backed_up';
-  /** At the end: how many times reading waited, and for how long in all. */
-  pauses?: number;
-  pausedMs?: number;
+  /** At the end: how many notifications were dropped at the source in all. */
+  dropped?: number;
 }
 
 export interface SourceThrottleOptions {
@@ -39,10 +39,10 @@ export interface SourceThrottleOptions {
   onEpisodeEnd?: (episode: Required<ThrottleEpisode>) => void;
 }
 
-/** What a transport asks before it reads on: how long to wait first (0: read on). */
+/** What a transport asks of each message the server sent on its own, as it reads it. */
 export interface ReadGate {
-  /** Counts one server-initiated message just read; returns the ms to stop reading for. */
-  take(): number;
+  /** Counts `message` if the server sent it on its own (a method; responses pass uncounted); false: drop it, a notification past the bound. */
+  admit(message: JsonRpcMessage): boolean;
 }
 
 export class SourceThrottle implements ReadGate {
@@ -52,7 +52,7 @@ export class SourceThrottle implements ReadGate {
   #tokens: number;
   #refilledAt = performance.now();
   #episode: Required<ThrottleEpisode> | undefined;
-  #lastWaitAt = 0;
+  #lastDropAt = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: SourceThrottleOptions = {}) {
@@ -62,25 +62,30 @@ export class SourceThrottle implements ReadGate {
     this.#tokens = this.#burst;
   }
 
-  /** Whether reading is being held back now (an episode is under way). */
+  /** Whether notifications are being dropped now (an episode is under way). */
   get throttled(): boolean {
     return this.#episode !== undefined;
   }
 
-  take(): number {
+  admit(message: JsonRpcMessage): boolean {
+    if (message.method === undefined) return true;
     const now = performance.now();
-    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#refilledAt) * this.#perSecond) / 1000) - 1;
+    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#refilledAt) * this.#perSecond) / 1000);
     this.#refilledAt = now;
-    let wait = 0;
-    let reason: ThrottleEpisode['reason'] = 'rate';
-    // Below zero: wait until the bucket holds one token again.
-    if (this.#tokens < 0) wait = Math.max(1, Math.ceil(((1 - this.#tokens) * 1000) / this.#perSecond));
-    else if (this.#options.backedUp?.() === true) {
-      wait = BACKED_UP_WAIT_MS;
-      reason = 'views_backed_up';
+    // A request from the server is owed an answer: it takes a token if there is one and always passes.
+    if (message.id !== undefined) {
+      this.#tokens = Math.max(0, this.#tokens - 1);
+      return true;
     }
-    if (wait > 0) this.#noteWait(now, wait, reason);
-    return wait;
+    let reason: ThrottleEpisode['reason'] | undefined;
+    if (this.#tokens < 1) reason = 'rate';
+    else if (this.#options.backedUp?.() === true) reason = 'views_backed_up';
+    if (reason === undefined) {
+      this.#tokens -= 1;
+      return true;
+    }
+    this.#noteDrop(now, reason);
+    return false;
   }
 
   /** Ends the episode timer; the throttle can be used again afterwards. */
@@ -90,25 +95,21 @@ export class SourceThrottle implements ReadGate {
     this.#episode = undefined;
   }
 
-  #noteWait(now: number, wait: number, reason: ThrottleEpisode['reason']): void {
-    // Messages read in one chunk may each ask for a wait: one pause is counted per wait that began after the last ended.
-    const fresh = now >= this.#lastWaitAt;
-    this.#lastWaitAt = Math.max(this.#lastWaitAt, now + wait);
+  #noteDrop(now: number, reason: ThrottleEpisode['reason']): void {
+    this.#lastDropAt = now;
     if (this.#episode === undefined) {
-      this.#episode = { reason, pauses: 0, pausedMs: 0 };
+      this.#episode = { reason, dropped: 0 };
       this.#options.onEpisodeStart?.({ reason });
       this.#timer = setInterval(() => this.#checkQuiet(), EPISODE_QUIET_MS);
       this.#timer.unref?.();
     }
-    if (!fresh) return;
-    this.#episode.pauses += 1;
-    this.#episode.pausedMs += wait;
+    this.#episode.dropped += 1;
   }
 
   #checkQuiet(): void {
-    if (this.#episode === undefined || performance.now() - this.#lastWaitAt < EPISODE_QUIET_MS) return;
+    if (this.#episode === undefined || performance.now() - this.#lastDropAt < EPISODE_QUIET_MS) return;
     const episode = this.#episode;
     this.dispose();
-    this.#options.onEpisodeEnd?.({ ...episode, pausedMs: Math.round(episode.pausedMs) });
+    this.#options.onEpisodeEnd?.(episode);
   }
 }

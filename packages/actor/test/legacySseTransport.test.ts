@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LegacySseTransport } from '../src/transports/legacySseTransport.js';
+import { SourceThrottle } from '../src/sourceThrottle.js';
 import { UpstreamHttpError, type JsonRpcMessage } from '../src/transports/upstreamTransport.js';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 
@@ -77,6 +78,24 @@ describe.each(carriers)('LegacySseTransport over $name', ({ options }) => {
       expect(post.headers['content-type']).toBe('application/json');
     }
     expect(seen.errors).toEqual([]);
+  });
+
+  it('notifications past the source throttle are dropped from the stream as it is read; the answer behind them arrives', async () => {
+    const server = await legacyServer();
+    // One notification, then none for a long while.
+    const throttle = new SourceThrottle({ perSecond: 0.001, burst: 1 });
+    cleanups.push(async () => throttle.dispose());
+    const transport = new LegacySseTransport({ url: new URL(server.sseUrl), readGate: throttle, ...options });
+    const seen = observed(transport);
+    await transport.start();
+    await request(transport, seen.received, 1, 'initialize', { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 't', version: '1' } });
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+
+    const before = seen.received.length;
+    const call = await request(transport, seen.received, 2, 'tools/call', { name: 'progress', arguments: { steps: 5 }, _meta: { progressToken: 'p' } });
+    expect((call.result as { content: { text: string }[] }).content[0]!.text).toBe('done 5');
+    expect(seen.received.slice(before).map((m) => m.method ?? 'response')).toEqual(['notifications/progress', 'response']);
+    expect(throttle.throttled).toBe(true);
   });
 
   it('refuses an endpoint on another origin: start() rejects and nothing is posted', async () => {

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { StreamableHttpTransport, UpstreamStreamError } from '../src/transports/streamableHttpTransport.js';
 import { encodeHeaderValue, mcpNameOf, paramHeaders, scanParamHeaders } from '../src/transports/httpMcpHeaders.js';
 import { jsonRpcErrorIn } from '../src/transports/jsonRpcErrorBody.js';
+import { SourceThrottle } from '../src/sourceThrottle.js';
 import { UpstreamHttpError, type JsonRpcMessage } from '../src/transports/upstreamTransport.js';
 import { startHttpLegacyServer, type HttpLegacyServer } from '../../../test/fixtures/servers/httpLegacyServer.mjs';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
@@ -98,6 +99,21 @@ const carriers = [
 ];
 
 describe.each(carriers)('StreamableHttpTransport, legacy era, over $name', ({ options }) => {
+  it('notifications past the source throttle are dropped from the answer stream as it is read; the answer behind them arrives', async () => {
+    const server = await legacyServer();
+    // One notification, then none for a long while.
+    const throttle = new SourceThrottle({ perSecond: 0.001, burst: 1 });
+    cleanups.push(async () => throttle.dispose());
+    const client = await open(server.url, { ...options, readGate: throttle });
+    await initializeLegacy(client);
+
+    const before = client.received.length;
+    const call = await client.request('tools/call', { name: 'progress', arguments: { steps: 5 }, _meta: { progressToken: 'tok' } });
+    expect(textOf(call)).toBe('done 5');
+    expect(client.received.slice(before).map((m) => m.method ?? 'response')).toEqual(['notifications/progress', 'response']);
+    expect(throttle.throttled).toBe(true);
+  });
+
   it('initializes, keeps the session, lists tools and streams progress before the result', async () => {
     const server = await legacyServer();
     const client = await open(server.url, { ...options, headers: { 'X-Tenant': 'acme' } });

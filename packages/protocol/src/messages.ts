@@ -198,8 +198,8 @@ export interface ActorEvents {
   lists: ServerSnapshot;
   /** A connection settled its era; `probed` when it came from a probe (a fresh verdict to cache). */
   era: { era: 'legacy' | 'modern'; protocolVersion: string; probed: boolean };
-  /** Reading what the server sends on its own is held back (a flood), or runs freely again. */
-  throttle: { throttled: boolean; reason?: 'rate' | 'views_backed_up'; pauses?: number; pausedMs?: number };
+  /** Notifications the server sends are dropped as they are read (a flood), or passed on again; at the end, how many were dropped. */
+  throttle: { throttled: boolean; reason?: 'rate' | 'views_backed_up'; dropped?: number };
   /** Notifications the server sent that no single principal's views could be said to own: dropped, never broadcast. */
   unattributed: { dropped: number };
 }

@@ -3,9 +3,7 @@
  * and an SSE stream (parsed by `eventsource-parser`). Each JSON-RPC message is `JSON.parse`d once
  * and checked only for being an object; no schema validation happens here.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import type { EventSourceMessage } from 'eventsource-parser';
-import type { ReadGate } from '../sourceThrottle.js';
 import type { JsonRpcMessage } from './upstreamTransport.js';
 
 /** How much of an error body is kept: enough for a JSON-RPC error or an HTML error page's start. */
@@ -52,35 +50,6 @@ export interface SseHandlers {
   onEvent(event: EventSourceMessage): void;
   /** The server's `retry:` field, in ms. */
   onRetry?(ms: number): void;
-  /** Asked after each chunk: the body is not read on for this many ms (TCP's window closes meanwhile). */
-  pauseMs?(): number;
-  /** Ends a pause early (the stream is being closed): `readSse` then rejects with the abort. */
-  signal?: AbortSignal | undefined;
-}
-
-/**
- * Counts the server-initiated messages a transport delivers against a {@link ReadGate} and keeps
- * the longest wait it asked for, which the SSE reader then takes ({@link SseHandlers.pauseMs}).
- */
-export class GatedReads {
-  readonly #gate: ReadGate | undefined;
-  #waitMs = 0;
-
-  constructor(gate: ReadGate | undefined) {
-    this.#gate = gate;
-  }
-
-  /** Counts `message` when the server sent it on its own (a method; responses are free). */
-  note(message: JsonRpcMessage): void {
-    if (this.#gate !== undefined && message.method !== undefined) this.#waitMs = Math.max(this.#waitMs, this.#gate.take());
-  }
-
-  /** The wait asked for since the last call (0: read on), and forgets it. */
-  readonly takeWait = (): number => {
-    const ms = this.#waitMs;
-    this.#waitMs = 0;
-    return ms;
-  };
 }
 
 /** Feeds `body` through an SSE parser until it ends; throws what the body's iterator throws. */
@@ -95,8 +64,6 @@ export async function readSse(body: AsyncIterable<Uint8Array>, handlers: SseHand
   const decoder = new TextDecoder();
   for await (const chunk of body) {
     parser.feed(decoder.decode(chunk, { stream: true }));
-    const pause = handlers.pauseMs?.() ?? 0;
-    if (pause > 0) await delay(pause, undefined, { signal: handlers.signal });
   }
   const rest = decoder.decode();
   if (rest.length > 0) parser.feed(rest);

@@ -9,7 +9,7 @@
  * Cancellation cannot be carried by closing anything here: the actor sends
  * `notifications/cancelled`; a `send` signal only aborts the POST itself.
  */
-import { GatedReads, mediaType, parseMessages, readBoundedText, readSse } from './httpBody.js';
+import { mediaType, parseMessages, readBoundedText, readSse } from './httpBody.js';
 import type { ReadGate } from '../sourceThrottle.js';
 import { displayUrl, remoteTarget, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
 import { UpstreamHttpError, type JsonRpcMessage, type SendOptions, type UpstreamTransport } from './upstreamTransport.js';
@@ -21,7 +21,7 @@ export interface LegacySseTransportOptions {
   headers?: Record<string, string> | undefined;
   /** Carry requests with this `fetch` instead of `node:http`. @default undefined (node:http) */
   fetch?: typeof fetch | undefined;
-  /** Asked after each message the server sent on its own: a wait it answers stops reading the stream that long. */
+  /** Asked of each message read: what it refuses (a notification past the bound) is dropped; the stream is read on. */
   readGate?: ReadGate | undefined;
 }
 
@@ -42,12 +42,10 @@ export class LegacySseTransport implements UpstreamTransport {
   #closed = false;
   #closing: Promise<void> | undefined;
   #closeNotified = false;
-  readonly #reads: GatedReads;
 
   constructor(options: LegacySseTransportOptions) {
     const target = remoteTarget(options.url, options.headers);
     this.#options = options;
-    this.#reads = new GatedReads(options.readGate);
     this.#url = target.url;
     this.#display = target.display;
     this.#headers = target.headers;
@@ -152,7 +150,7 @@ export class LegacySseTransport implements UpstreamTransport {
             return;
           }
           for (const message of messages) {
-            this.#reads.note(message);
+            if (this.#options.readGate?.admit(message) === false) continue;
             try {
               this.onmessage?.(message);
             } catch (error) {
@@ -160,8 +158,6 @@ export class LegacySseTransport implements UpstreamTransport {
             }
           }
         },
-        pauseMs: this.#reads.takeWait,
-        signal,
       });
     } catch (error) {
       if (signal.aborted || this.#closed) return undefined;

@@ -32,8 +32,8 @@ export interface ProcessGroupStdioOptions {
   /** Called with every stderr line (the pipe is always drained, so a chatty child never blocks). */
   onStderrLine?: ((line: string) => void) | undefined;
   /**
-   * Asked after each message the server sent on its own (not a response): a wait it answers
-   * pauses the child's stdout for that long, so the pipe fills and the server's writes block.
+   * Asked of each message read from the child's stdout: what it refuses (a notification past
+   * the bound) is dropped there; reading never stops, so answers are never held behind a flood.
    */
   readGate?: ReadGate | undefined;
   /**
@@ -117,10 +117,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   /** Set while stdin's buffer is full: resolves when it drained. */
   #drained: Promise<void> | undefined;
   #delivering = false;
-  /** Set while stdout is paused by the read gate; the timer resumes it. */
-  #resumeTimer: NodeJS.Timeout | undefined;
-  /** Once closing, stdout is read freely: a child blocked on a full pipe could not see its stdin end. */
-  #ungated = false;
 
   constructor(options: ProcessGroupStdioOptions) {
     this.#options = options;
@@ -157,8 +153,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
 
     void child.exited.then(({ code, signal }) => {
       this.#exited = true;
-      this.#ungated = true;
-      this.#clearResume();
       this.#exitInfo = { code, signal: signal as NodeJS.Signals | null };
       // A grandchild that inherited stdout keeps it open, so it may never close: the root's exit
       // is the loss of the server. Give buffered stdout a moment to arrive first.
@@ -202,7 +196,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
       // Messages are delivered in order, synchronously: a progress notification read in the same
       // chunk as its response reaches its handler before the response settles the request.
       for (let i = 0; i < 1_000_000; i++) {
-        if (this.#resumeTimer !== undefined) return;
         const line = this.#reader.next();
         if (line === undefined) return;
         if (typeof line !== 'string') {
@@ -219,12 +212,10 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
           this.onerror?.(error as Error);
           continue;
         }
+        // A server-initiated message (a method, no answer to ours) is counted; a notification past
+        // the bound is dropped here, read and never waited for, so answers behind it are not held up.
+        if (this.#options.readGate?.admit(message) === false) continue;
         this.onmessage?.(message);
-        // A server-initiated message (a method, no answer to ours) may have to wait its turn.
-        if (message.method !== undefined) {
-          const wait = this.#options.readGate?.take() ?? 0;
-          if (wait > 0) this.#pauseFor(wait);
-        }
       }
     } finally {
       this.#delivering = false;
@@ -234,27 +225,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   #reportOversized(message: OversizedMessage): void {
     if (this.onoversized !== undefined) this.onoversized(message);
     else this.onerror?.(new Error(`dropped a message of ${message.bytes} bytes, over the limit of ${message.limit}`));
-  }
-
-  /** Stops reading stdout for `ms`: what is buffered waits too, then reading picks up where it stopped. */
-  #pauseFor(ms: number): void {
-    const stdout = this.#child?.stdout;
-    if (stdout === undefined || stdout === null || this.#exited || this.#ungated) return;
-    stdout.pause();
-    this.#resumeTimer = setTimeout(() => {
-      this.#resumeTimer = undefined;
-      stdout.resume();
-      this.#drainReadBuffer();
-    }, ms);
-  }
-
-  #clearResume(): void {
-    if (this.#resumeTimer === undefined) return;
-    clearTimeout(this.#resumeTimer);
-    this.#resumeTimer = undefined;
-    // What was read before the pause still reaches the client (a last response above all).
-    this.#child?.stdout?.resume();
-    this.#drainReadBuffer();
   }
 
   send(message: JsonRpcMessage): Promise<void> {
@@ -297,8 +267,6 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
    * has exited and the group is empty, or after the SIGKILL grace. Idempotent.
    */
   close(): Promise<void> {
-    this.#ungated = true;
-    this.#clearResume();
     this.#closing ??= this.#shutdown().finally(() => this.#notifyClose(true));
     return this.#closing;
   }
@@ -338,9 +306,7 @@ export class ProcessGroupStdioTransport implements UpstreamTransport {
   #notifyLost(): void {
     if (this.#lostNotified || this.#closeNotified) return;
     this.#lostNotified = true;
-    // Lines still held (a paused read gate) are answers that arrived before the end: deliver them first.
-    this.#ungated = true;
-    this.#clearResume();
+    // Lines still held by the reader are answers that arrived before the end: deliver them first.
     this.#drainReadBuffer();
     this.onlost?.();
     // A wrapper (a shell, npx) can outlive the server it ran: with no stdout there is nothing

@@ -28,7 +28,7 @@
  * (the server treats the disconnect as cancellation). Nothing here validates message schemas.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { ERROR_BODY_LIMIT, GatedReads, mediaType, parseMessages, readBoundedText, readSse, readText, type SseHandlers } from './httpBody.js';
+import { ERROR_BODY_LIMIT, mediaType, parseMessages, readBoundedText, readSse, readText, type SseHandlers } from './httpBody.js';
 import type { ReadGate } from '../sourceThrottle.js';
 import { remoteTarget, fetchExchange, nodeHttpExchange, type HttpAnswer, type HttpExchange } from './httpExchange.js';
 import {
@@ -64,7 +64,7 @@ export interface StreamableHttpTransportOptions {
   requestInit?: RequestInit | undefined;
   /** How long `close()` waits for the answer to its DELETE, in ms. @default 2000 */
   closeTimeoutMs?: number | undefined;
-  /** Asked after each message the server sent on its own: a wait it answers stops reading the SSE body that long. */
+  /** Asked of each message read: what it refuses (a notification past the bound) is dropped; the SSE body is read on. */
   readGate?: ReadGate | undefined;
 }
 
@@ -126,12 +126,10 @@ export class StreamableHttpTransport implements UpstreamTransport {
   #closed = false;
   #closing: Promise<void> | undefined;
   #closeNotified = false;
-  readonly #reads: GatedReads;
 
   constructor(options: StreamableHttpTransportOptions) {
     const target = remoteTarget(options.url, options.headers);
     this.#options = options;
-    this.#reads = new GatedReads(options.readGate);
     this.#url = target.url;
     this.#display = target.display;
     this.#headers = target.headers;
@@ -273,7 +271,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   #deliver(message: JsonRpcMessage): void {
-    this.#reads.note(message);
+    if (this.#options.readGate?.admit(message) === false) return;
     if (message.id !== undefined && message.method === undefined && this.#toolListings.has(message.id)) this.#learnTools(message.result);
     try {
       this.onmessage?.(message);
@@ -298,7 +296,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
     const stream: RequestStream = { requestId, answered: false, lastEventId: undefined, retryMs: undefined, seen: new Set() };
     let failure: unknown;
     try {
-      await readSse(answer.body, this.#streamHandlers(stream, signal));
+      await readSse(answer.body, this.#streamHandlers(stream));
     } catch (error) {
       failure = error;
     }
@@ -311,7 +309,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
   }
 
   /** The SSE handlers of one request's stream (the POST answer, then each resumption GET). */
-  #streamHandlers(stream: RequestStream, signal: AbortSignal): SseHandlers {
+  #streamHandlers(stream: RequestStream): SseHandlers {
     return {
       onEvent: (event) => {
         // Once the response is in, the request's stream has nothing more for us.
@@ -331,8 +329,6 @@ export class StreamableHttpTransport implements UpstreamTransport {
         stream.retryMs = ms;
         this.#retryMs = ms;
       },
-      pauseMs: this.#reads.takeWait,
-      signal,
     };
   }
 
@@ -397,7 +393,7 @@ export class StreamableHttpTransport implements UpstreamTransport {
         answer.discard();
         return { error: new Error('the reconnection is not text/event-stream'), final: true };
       }
-      const handlers = this.#streamHandlers(stream, controller.signal);
+      const handlers = this.#streamHandlers(stream);
       await readSse(answer.body, {
         ...handlers,
         onEvent: (event) => {
@@ -477,8 +473,6 @@ export class StreamableHttpTransport implements UpstreamTransport {
           }
         },
         onRetry: (ms) => (this.#retryMs = ms),
-        pauseMs: this.#reads.takeWait,
-        signal,
       });
     } catch (error) {
       if (signal.aborted || this.#closed) return 'done';
