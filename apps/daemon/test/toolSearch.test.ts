@@ -7,20 +7,27 @@
  * - the caller's filters hold: a client limited to one server, with one tool excluded, finds
  *   neither the other server's tools nor the excluded one, and calling them is the unknown-tool
  *   refusal, exactly as on `/mcp`;
- * - the schemas listed are a small fraction of the aggregated `/mcp` list's.
+ * - the schemas listed are a small fraction of the aggregated `/mcp` list's;
+ * - a server's tools changing does not announce `tools/list_changed` to a search session (its two
+ *   tools stay what they were; the search finds the new tool), other lists' changes still do.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PromptListChangedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { fixtureConfig, marker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
-import { connectClient, modernRequest, responseOf } from './gatewayHelpers.js';
+import { connectClient, modernRequest, openListen, responseOf } from './gatewayHelpers.js';
 
 const mark = marker('tool-search');
 const LIMITED = `limited-${randomUUID()}`;
-/** Two servers; a client limited to one of them, with one of its tools excluded. */
+/** Three servers (one whose lists change on request); a client limited to one of them, with one of its tools excluded. */
 const CONFIG = {
-  mcpServers: { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }), lookups: fixtureConfig('readOnlyTools.mjs', mark, { sharing: 'shared' }) },
+  mcpServers: {
+    echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }),
+    lookups: fixtureConfig('readOnlyTools.mjs', mark, { sharing: 'shared' }),
+    changing: fixtureConfig('listChanged.mjs', mark, { sharing: 'shared' }),
+  },
   daemon: { clients: [{ id: 'limited', tokenEnv: 'TS_LIMITED', rights: ['write'], servers: ['echo'], excludeTools: ['echo__env'] }] },
 };
 const sdkClients: Client[] = [];
@@ -129,4 +136,44 @@ describe('the schemas a search view lists', () => {
     // Two fixture servers list little; the bench measures the ratio for thirty.
     expect(search.length).toBeLessThan(aggregated.length);
   });
+});
+
+describe('list changes on a search session', () => {
+  it('a new tool is found, not announced: its two tools did not change; a prompt change is announced', async () => {
+    const { client: plain } = await connectClient(`${base}/mcp`, h.token);
+    const { client: search } = await connectClient(`${base}/mcp/~search`, h.token);
+    sdkClients.push(plain, search);
+    const told = { plainTools: vi.fn(), plainPrompts: vi.fn(), searchTools: vi.fn(), searchPrompts: vi.fn() };
+    plain.setNotificationHandler(ToolListChangedNotificationSchema, told.plainTools);
+    plain.setNotificationHandler(PromptListChangedNotificationSchema, told.plainPrompts);
+    search.setNotificationHandler(ToolListChangedNotificationSchema, told.searchTools);
+    search.setNotificationHandler(PromptListChangedNotificationSchema, told.searchPrompts);
+    // A 2026-07-28 caller listening on the search view.
+    const listen = openListen({ base, token: h.token }, { toolsListChanged: true, promptsListChanged: true }, { path: '/mcp/~search' });
+    const heard = (method: string): number => listen.messages.filter((message) => message.method === `notifications/${method}/list_changed`).length;
+    const change = (tool: string, name: string) => plain.callTool({ name: `changing__${tool}`, arguments: { name } });
+    // Both sessions' notification streams are open once a prompt change reached each of them.
+    await vi.waitFor(async () => {
+      await change('add_prompt', `p-${randomUUID()}`);
+      expect(told.plainPrompts).toHaveBeenCalled();
+      expect(told.searchPrompts).toHaveBeenCalled();
+      expect(heard('prompts')).toBeGreaterThan(0);
+    }, { timeout: 30_000, interval: 500 });
+    const prompts = told.searchPrompts.mock.calls.length;
+    const listened = heard('prompts');
+
+    const fresh = `fresh_${randomUUID().slice(0, 8)}`;
+    await change('add_tool', fresh);
+    await vi.waitFor(() => expect(told.plainTools).toHaveBeenCalled(), { timeout: 30_000, interval: 20 });
+    // One stream keeps its order: a tools change sent to the search session would come before this prompt change.
+    await change('add_prompt', `p-${randomUUID()}`);
+    await vi.waitFor(() => expect(told.searchPrompts.mock.calls.length).toBeGreaterThan(prompts), { timeout: 30_000, interval: 20 });
+    await listen.waitFor(() => heard('prompts') > listened, 'the second prompts change on the listen', 30_000);
+    expect(told.searchTools).not.toHaveBeenCalled();
+    expect(heard('tools')).toBe(0);
+    listen.close();
+
+    const hits = (await search.callTool({ name: 'search_tools', arguments: { query: fresh } })).structuredContent as { tools: Found[] };
+    expect(hits.tools.map((tool) => tool.name)).toContain(`changing__${fresh}`);
+  }, 90_000);
 });

@@ -165,6 +165,15 @@ export class Aggregate {
     return this.#closing !== undefined;
   }
 
+  /**
+   * Whether the caller is told that its `kind` list changed. A search view's tools are its own
+   * two, whatever the servers behind it list (a search reads their lists when it runs), so their
+   * changes are not announced; the other lists are the servers'.
+   */
+  announces(kind: ListKind): boolean {
+    return !(kind === 'tools' && this.search);
+  }
+
   /** The endpoint's servers `access` allows, by name: the scope alone on a server's endpoint. */
   servers(access: GatewayAccess): string[] {
     if (this.scope !== undefined) return access.servers.has(this.scope) && (this.#fixed?.has(this.scope) ?? true) ? [this.scope] : [];

@@ -372,7 +372,7 @@ export class LegacySession {
   // --- Downstream notifications -----------------------------------------------------------------
 
   #listChanged(kind: ListKind): void {
-    if (this.#caps[kind] === undefined) return;
+    if (this.#caps[kind] === undefined || !this.#aggregate.announces(kind)) return;
     this.#send({ method: `notifications/${kind}/list_changed` }, `list:${kind}`);
   }
 

@@ -109,6 +109,7 @@ export class Listens {
 
   /** A list changed: to each listen that asked for it. */
   listChanged(kind: ListKind): void {
+    if (!this.#aggregate.announces(kind)) return;
     for (const listen of this.#open) if (listen.kinds.has(kind)) listen.stream.push(notification(`notifications/${kind}/list_changed`, {}, listen.id));
   }
 
