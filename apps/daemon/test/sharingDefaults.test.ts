@@ -15,6 +15,7 @@ import type { WorkspaceMcpStatus } from '@mcpool/client';
 import { normalizeServerConfig, type ServerConfigInput } from '@mcpool/protocol';
 import { daemonDefaultSharing, decideSharing } from 'mcpool';
 import { fixtureConfig, marker, pidFromResult, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { harness, type Harness } from './helpers.js';
 import { connectClient } from './gatewayHelpers.js';
 
@@ -51,11 +52,14 @@ describe('the default policy', () => {
 });
 
 let h: Harness | undefined;
+let remote: HttpModernServer | undefined;
 const clients: Client[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
   await h?.close();
   h = undefined;
+  await remote?.close();
+  remote = undefined;
 });
 
 async function daemonWith(servers: Record<string, unknown>, marks: string[], daemon: Record<string, unknown> = {}): Promise<{ h: Harness; base: string }> {
@@ -126,5 +130,19 @@ describe('the warm hold of a per-client server', () => {
     const cli = await client(base, CLI);
     const cliPid = pidFromResult(await cli.callTool({ name: 'notes__pid', arguments: {} }));
     await expect.poll(() => pidsWithMarker(mark), { timeout: 60_000 }).toEqual([cliPid]);
+  });
+
+  it('stays on its one entry of a server the pool does not pool (http), though its default policy says shared', { timeout: 180_000 }, async () => {
+    // A 2026-07-28 server's default is shared; an http one is not pooled, so its entry is
+    // per-session whatever the policy: moving the hold to "a shared entry" would open another
+    // per-session one, again and again.
+    remote = await startHttpModernServer();
+    const { h: daemon } = await daemonWith({ remote: { type: 'http', url: remote.url } }, []);
+    const before = (await status(daemon)).servers[0]!.entrySummary;
+    expect(before).toEqual([expect.objectContaining({ sharing: 'per-session', refs: 1 })]);
+    // A reload runs after every move of the hold its warm start queued.
+    expect((await daemon.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).statusCode).toBe(200);
+    expect(remote.exchanges.filter((exchange) => (exchange.body as { method?: string } | undefined)?.method === 'server/discover')).toHaveLength(1);
+    expect((await status(daemon)).servers[0]!.entrySummary).toEqual(before);
   });
 });

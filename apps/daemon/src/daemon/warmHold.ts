@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { McpTransportPool, PooledConnection, ServerConfig } from '@mcpool/core';
+import { isPoolable } from '@mcpool/protocol';
 import type { DaemonEventPayload, ReadyResponse } from '@mcpool/client';
 import type { DaemonMetrics } from '../metrics.js';
 import type { ConfigState } from './configState.js';
@@ -180,6 +181,9 @@ export class WarmHold {
   #learnSharing(name: string, config: ServerConfig, view: PooledConnection): void {
     this.#sharing.learnTools(config, view.tools);
     if (config.sharing !== undefined || !this.#config.settings.keepWarm || this.startsOnUse(name)) return;
+    // A transport the pool does not pool gets an entry of its own per acquire, per-session whatever
+    // the policy: there is no entry of another policy to move to, and each move would open one more.
+    if (!isPoolable(config, this.#config.settings.pooledTransports)) return;
     const entry = this.#pool.getSnapshot().servers[name]?.entrySummary.find((e) => e.entryIndex === view.entryIndex);
     if (entry === undefined || entry.sharing === this.#sharing.decision(config, entry.era).policy) return;
     this.#logger.info({ server: name, from: entry.sharing }, `${name}: its tools declare they change nothing; moving the warm hold to a shared entry`);
