@@ -7,7 +7,8 @@
 //     `conformance server --url http://127.0.0.1:<port>/mcp/<fixture>`, where the fixture is
 //     test/fixtures/servers/conformance.mjs for 2025-11-25 and conformanceModern.mjs for 2026-07-28;
 //     with `--balancer`, the same daemon as three replicas behind HAProxy (deploy/haproxy.cfg:
-//     round-robin, no stickiness; balancer.mjs), the suite pointed at the balancer;
+//     round-robin, no stickiness; balancer.mjs), the suite pointed at the balancer, and the
+//     2026-07-28 fixture one HTTP server (its `--http` mode, in this process) that all replicas share;
 //   - client leg: `conformance client --command "node test/conformance/client.mjs"`: the suite
 //     starts a test server per scenario and client.mjs drives mcpool against it (a daemon whose
 //     only server is that URL, reached by an SDK client through `mcpool bridge`).
@@ -25,13 +26,13 @@
 // Exit code: 0 when every leg matched its expected-failures file and nothing was left running;
 // 1 otherwise; 2 when no usable Node was given.
 import { spawn, spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { newMarker, reapMarked, ROOT, startDaemon } from './daemon.mjs';
 import { startBalancedTeam } from './balancer.mjs';
+import { startConformanceModernHttp } from '../fixtures/servers/conformanceModern.mjs';
 import { expectedFailures, judge, LEGS, readResults, requirementSet } from './judge.mjs';
 
 const PACKAGE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance-next');
@@ -117,7 +118,7 @@ function writeBaseline(path, expected) {
 }
 
 async function runLeg(node, revision, leg, work, target) {
-  // Behind the balancer the server leg has its own list: what one process per replica cannot pass.
+  // Behind the balancer the server leg has its own list: what replicas cannot pass that one daemon does.
   const listed = opts.balancer && leg === 'server' ? `expected-failures-balancer-${revision}.yml` : `expected-failures-${revision}.yml`;
   const expected = expectedFailures(join(ROOT, 'test/conformance', listed));
   const baseline = join(work, `baseline-${revision}.json`);
@@ -165,6 +166,7 @@ try {
     const marker = newMarker('conformance-next');
     let daemon;
     let team;
+    let shared;
     try {
       const mcpServers = {
         [SERVER_FOR['2025-11-25']]: { command: process.execPath, args: [FIXTURE, marker] },
@@ -172,9 +174,13 @@ try {
       };
       let base;
       if (opts.balancer) {
-        // Each replica runs its own fixture process: they share the key that seals their
-        // requestState, as the instances of one stateless server behind a balancer must.
-        mcpServers[SERVER_FOR['2026-07-28']].env = { CONFORMANCE_STATE_KEY: `conformance-modern-${randomUUID()}` };
+        // The 2026-07-28 fixture is one remote server every replica reaches, as a team runs a
+        // server whose state must be one for all: a tool one replica's caller adds is listed on
+        // every replica, and its list_changed reaches a listen held by any of them (each
+        // replica's connection keeps a subscriptions/listen open upstream). The 2025-11-25 one
+        // stays a stdio process per replica: a legacy session's requests all reach its owner.
+        shared = await startConformanceModernHttp();
+        mcpServers[SERVER_FOR['2026-07-28']] = { type: 'http', url: shared.url };
         team = await startBalancedTeam({ mcpServers });
         base = team.base;
         log(`HAProxy pid ${team.haproxyPid} at ${base} in front of replicas ${team.replicas.map((replica) => `pid ${replica.pid} at ${replica.base}`).join(', ')}`);
@@ -199,6 +205,7 @@ try {
         log(`balancer and replicas stopped${clean ? '' : ' (a replica did not exit 0)'}`);
         if (!clean) ok = false;
       }
+      await shared?.close();
       const left = reapMarked(marker);
       if (left.length > 0) {
         log(`LEFT BEHIND: ${left.length} process(es) of this run (${left.join(', ')}); killed them`);
