@@ -48,6 +48,7 @@ import { PoolEntry, type EntryKey } from './entry.js';
 import { EntryStarter } from './entryStart.js';
 import { EraCache } from './eraCache.js';
 import { ServerCatalog, changedLists, type CatalogChange, type CatalogRecord } from './catalog.js';
+import { CatalogShown } from './catalogShown.js';
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { SILENT_LOGGER } from './logging.js';
 import { PoolKeys } from './poolKey.js';
@@ -56,7 +57,6 @@ import { buildSnapshot } from './poolSnapshot.js';
 import type { AcquireOptions, DrainAllOptions, DrainAllResult, McpTransportPoolOptions, PoolSnapshot, RestartResult } from './poolTypes.js';
 import type { PooledConnection } from './pooledConnection.js';
 import type { TrippedKey } from './restartIntensity.js';
-import { SessionFilter } from './sessionFilter.js';
 import { SessionIndex } from './sessionIndex.js';
 import { SpawnBackoff, spawnTimeoutFor } from './spawnPolicy.js';
 import { ThreadSupervisor } from './threadSupervisor.js';
@@ -109,6 +109,8 @@ export class McpTransportPool {
   readonly #eras: EraCache;
   /** What each config offers, by fingerprint (in `catalogDir` when the host gives one). */
   readonly #catalog: ServerCatalog;
+  /** What each config object shows of the catalog, computed once per config and record. */
+  readonly #shown: CatalogShown;
   readonly #catalogListeners = new Set<(change: CatalogChange) => void>();
   #started = false;
   #draining = false;
@@ -133,6 +135,7 @@ export class McpTransportPool {
     this.#ledger = stateDir === undefined ? undefined : new GroupLedger(stateDir);
     this.#eras = new EraCache(stateDir);
     this.#catalog = new ServerCatalog({ dir: typeof options.catalogDir === 'string' ? options.catalogDir : undefined, written: options.onCatalogRecord });
+    this.#shown = new CatalogShown(this.#catalog);
     const { heartbeat } = this.#options;
     this.#supervisor = new ThreadSupervisor(
       { intervalMs: heartbeat.intervalMs, liveness: { misses: heartbeat.misses, timeoutMs: heartbeat.timeoutMs }, intensity: this.#options.restartIntensity, logger: this.#logger },
@@ -353,13 +356,12 @@ export class McpTransportPool {
    * none did: a host lists a server from it without starting it. Its tools and prompts are the
    * ones a view of `cfg` would show (its `includeTools`/`excludeTools` applied, its `trust` on
    * each tool). `name` only names the config in a config error.
+   *
+   * A config object is read once (a changed config is a new object), and the same record is
+   * returned until the catalog records the config's lists anew: it is shared, not to be changed.
    */
   catalogOf(name: string, cfg: ServerConfigInput | ServerConfig | Record<string, unknown>): CatalogRecord | undefined {
-    const config = normalizeServerConfig(cfg, { path: name }).config;
-    const record = this.#catalog.get(fingerprint(config));
-    if (record === undefined) return undefined;
-    const filter = new SessionFilter(sessionFieldsOf(config));
-    return { ...record, tools: filter.tools(record.tools), prompts: filter.prompts(record.prompts) };
+    return this.#shown.of(name, cfg);
   }
 
   /**

@@ -35,10 +35,13 @@ describe('the catalog', () => {
       expect(record!.tools.map((tool) => tool.name)).toContain('base');
       expect(record!.capabilities).toMatchObject({ tools: { listChanged: true } });
       expect(readdirSync(dir)).toEqual([`${fp}.json`]);
+      // Shown once per config object and record: a host listing it for every session recomputes nothing.
+      expect(first.catalogOf('lc', cfg)).toBe(record);
 
-      // A list change is recorded, on disk too.
+      // A list change is recorded, on disk too, and shown to the same config object.
       expect(textOf(await view.callTool('add_tool', { name: 'late' }))).toBeDefined();
       await vi.waitFor(() => expect(first.catalogOf('lc', cfg)!.tools.map((tool) => tool.name)).toContain('late'), { timeout: 20_000, interval: 50 });
+      expect(record!.tools.map((tool) => tool.name)).not.toContain('late');
       const onDisk = JSON.parse(readFileSync(join(dir, `${fp}.json`), 'utf8')) as { tools: { name: string }[] };
       expect(onDisk.tools.map((tool) => tool.name)).toContain('late');
       await first.drainAll({ force: true });
