@@ -14,7 +14,7 @@
  * - capabilities merge over the live views (`capabilities.ts`); instructions are each server's
  *   under its name on the aggregating endpoint, the server's own on a server's endpoint.
  */
-import type { PooledConnection } from '@mcpool/core';
+import type { PooledConnection, ToolInfo } from '@mcpool/core';
 import { JsonRpcCode } from '@mcpool/protocol/errorCodes';
 import { resourceNotFound, unknownName } from '@mcpool/protocol/refusals';
 import { RpcError } from '../rpcErrors.js';
@@ -33,11 +33,33 @@ export interface Resolved {
   view: PooledConnection;
 }
 
+/**
+ * A server's tools as a caller sees them (no `trust`; `<server>__<name>` on the aggregating
+ * endpoint, `qualifiedAs`), made once per tool list and name: a view's list and a catalog's are
+ * replaced, never changed, when the server's tools change, and every caller of every session
+ * lists the same ones. Parallel to the list (the caller's access filters by index).
+ */
+const shownTools = new WeakMap<readonly ToolInfo[], Map<string, ToolInfo[]>>();
+
+function toolsShown(tools: readonly ToolInfo[], qualifiedAs: string | undefined): ToolInfo[] {
+  let byName = shownTools.get(tools);
+  if (byName === undefined) shownTools.set(tools, (byName = new Map<string, ToolInfo[]>()));
+  const key = qualifiedAs ?? '';
+  let shown = byName.get(key);
+  if (shown === undefined) {
+    shown = tools.map(({ trust: _trust, ...tool }: ToolInfo & { trust?: boolean }) => (qualifiedAs === undefined ? tool : { ...tool, name: qualify(qualifiedAs, tool.name) }));
+    byName.set(key, shown);
+  }
+  return shown;
+}
+
 export function listTools(aggregate: Aggregate, access: GatewayAccess): Params[] {
   const qualified = aggregate.scope === undefined;
-  const tools = aggregate.listed(access).flatMap(({ name: server, view }) =>
-    view.tools.filter((tool) => access.allows(server, tool.name)).map(({ trust: _trust, ...tool }) => (qualified ? { ...tool, name: qualify(server, tool.name) } : tool)),
-  );
+  const tools: ToolInfo[] = [];
+  for (const { name: server, view } of aggregate.listed(access)) {
+    const shown = toolsShown(view.tools, qualified ? server : undefined);
+    for (let i = 0; i < shown.length; i++) if (access.allows(server, view.tools[i]!.name)) tools.push(shown[i]!);
+  }
   return tools.sort(byKey('name'));
 }
 
