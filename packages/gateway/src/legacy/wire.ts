@@ -19,6 +19,7 @@
  *   clients ignore a cancel for id 0), a timeout or abort cancelling them on the client.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { endJson } from '../jsonBody.js';
 import { RpcCode, RpcError } from '../rpcErrors.js';
 
 /** A JSON-RPC params or result object, as the wire passes it. */
@@ -118,10 +119,7 @@ class Answer {
     this.#open -= 1;
     if (this.#res.destroyed) return this.#stop();
     if (!this.#sse && this.#open === 0 && message !== undefined) {
-      const body = JSON.stringify(this.#wire.encode(message));
-      // A known length: no chunked framing for a body written at once.
-      this.#res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'mcp-session-id': this.#wire.sessionId });
-      this.#res.end(body);
+      endJson(this.#res, 200, JSON.stringify(this.#wire.encode(message)), { 'mcp-session-id': this.#wire.sessionId });
       return;
     }
     if (!this.#sse) this.#startSse();
@@ -434,9 +432,7 @@ function errorBody(code: number, message: string): LegacyParams {
 }
 
 function refuse(res: ServerResponse, status: number, code: number, message: string): void {
-  const body = JSON.stringify(errorBody(code, message));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+  endJson(res, status, JSON.stringify(errorBody(code, message)));
 }
 
 function sseHeaders(sessionId: string): Record<string, string> {

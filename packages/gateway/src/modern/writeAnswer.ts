@@ -6,6 +6,7 @@
  * host's memory: the writer waits for `drain`.
  */
 import type { ServerResponse } from 'node:http';
+import { endJson } from '../jsonBody.js';
 import type { ModernAnswer } from './answers.js';
 
 export interface WriteModernAnswerOptions {
@@ -27,9 +28,7 @@ export async function writeModernAnswer(res: ServerResponse, answer: ModernAnswe
       return;
     }
     const json = JSON.stringify(answer.body);
-    const text = options.encodeText === undefined ? json : options.encodeText(json);
-    res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-    res.end(text);
+    endJson(res, answer.status, options.encodeText === undefined ? json : options.encodeText(json));
     return;
   }
   res.writeHead(answer.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
