@@ -16,8 +16,8 @@
 // pool whose spare thread is ready — the daemon's pool has one too: spawn + discovery + the call),
 // round by round, the order alternating (target ≤ 1.1×). In the mixed run, later calls on lazily
 // started servers against the same calls on servers of the same kind started with the daemon.
-// `node test/bench/lazyStart.mjs [--ready=30] [--rounds=12]`
-import { mkdtempSync, rmSync } from 'node:fs';
+// `node test/bench/lazyStart.mjs [--quick] [--ready=30] [--rounds=12] [--prof-dir=DIR]`
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,10 +32,13 @@ import { psSnapshot, treeRss } from './lib/procs.mjs';
 import { sleep, waitFor } from './lib/load.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
-const readyRounds = Math.min(200, Math.max(3, Number(args.ready ?? 30)));
+const quick = 'quick' in args;
+const readyRounds = Math.min(200, Math.max(3, Number(args.ready ?? (quick ? 12 : 30))));
+// `--prof-dir=DIR`: the lazy daemon runs under V8's CPU profiler (`--cpu-prof`), its profiles written there on exit.
+const profDir = args['prof-dir'];
 // At most 4 servers of each fixture kind are cold in the lazy run (the first of each is called by
 // the sessions): 12 rounds at most.
-const coldRounds = Math.min(12, Math.max(2, Number(args.rounds ?? 12)));
+const coldRounds = Math.min(12, Math.max(2, Number(args.rounds ?? (quick ? 6 : 12))));
 const LATER_CALLS = 20;
 const WARMUP_CALLS = 10;
 const SESSIONS = 5;
@@ -103,61 +106,119 @@ async function legacyClient({ base, auth }, options = { requestInit: { headers: 
   return { client, transport };
 }
 
+/** The CPU time the process `pid` used so far (every thread), ms at 10 ms resolution; undefined off Linux. */
+function cpuMsOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A `fetch` that answers from `recorded` (era → method → { status, headers, text }, as a session
+ * of the daemon received them) without any HTTP: the client's own work for a session on the same
+ * answers, the floor of session ready with this client. A GET stream is refused (405, which the
+ * SDK takes as "no stream"); a DELETE is answered 200.
+ */
+function replayFetch(recorded) {
+  return async (_input, init) => {
+    const method = init?.method ?? 'GET';
+    if (method === 'GET') return new Response(null, { status: 405 });
+    if (method !== 'POST') return new Response(null, { status: 200 });
+    const body = JSON.parse(init.body);
+    const answer = recorded[body.method ?? 'response'];
+    if (answer === undefined) throw new Error(`nothing recorded for ${body.method}`);
+    // A fresh SDK client numbers its requests from 0 as the recorded one did: the same ids.
+    if (answer.id !== undefined && answer.id !== body.id) throw new Error(`recorded id ${answer.id}, asked ${body.id}`);
+    return new Response(answer.text === '' ? null : answer.text, { status: answer.status, headers: answer.headers });
+  };
+}
+
 /**
  * One session opened, ready (its tool list read) and closed: the time to ready, and each POST's
  * round trip by its JSON-RPC method (request sent → whole body read), which is the daemon's share
  * plus the loopback; the rest is the client's (the SDK parsing and validating 255 tools).
+ * `record`: each POST's answer is kept there by method (for {@link replayFetch}); `replay`: the
+ * session runs on those answers, no daemon.
  */
-async function readyOnce(daemon, era) {
+async function readyOnce(daemon, era, { record, replay } = {}) {
   const steps = {};
   const fetchTimed = async (input, init) => {
     if ((init?.method ?? 'GET') !== 'POST') return fetch(input, init);
     const t = performance.now();
     const response = await fetch(input, init);
     const text = await response.text();
-    const method = JSON.parse(init.body).method ?? 'response';
+    const body = JSON.parse(init.body);
+    const method = body.method ?? 'response';
     steps[method] = (steps[method] ?? 0) + performance.now() - t;
-    return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+    if (record !== undefined) record[method] = { status: response.status, headers: [...response.headers], text, id: body.id };
+    return new Response(text === '' ? null : text, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
-  const options = { requestInit: { headers: daemon.auth }, fetch: fetchTimed };
+  const options = { requestInit: { headers: daemon.auth }, fetch: replay === undefined ? fetchTimed : replayFetch(replay) };
+  const cpuBefore = replay === undefined ? cpuMsOf(daemon.pid) : undefined;
   const started = performance.now();
+  let ready;
   if (era === 'modern') {
     const client = new ClientV2({ name: 'mcpool-lazy-bench', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
     await client.connect(new StreamableHTTPClientTransportV2(new URL(`${daemon.base}/mcp`), options), { timeout: TIMEOUT_MS });
     const { tools } = await client.listTools(undefined, { timeout: TIMEOUT_MS });
-    const total = performance.now() - started;
+    ready = { ms: performance.now() - started, steps: { ...steps }, tools: tools.length };
     await client.close().catch(() => undefined);
-    return { ms: total, steps: { ...steps }, tools: tools.length };
+  } else {
+    const session = await legacyClient(daemon, options);
+    const { tools } = await session.client.listTools(undefined, { timeout: TIMEOUT_MS });
+    ready = { ms: performance.now() - started, steps: { ...steps }, tools: tools.length };
+    await closeSession(session);
   }
-  const session = await legacyClient(daemon, options);
-  const { tools } = await session.client.listTools(undefined, { timeout: TIMEOUT_MS });
-  const total = performance.now() - started;
-  const ready = { ms: total, steps: { ...steps }, tools: tools.length };
-  await closeSession(session);
-  return ready;
+  // The daemon's CPU for the whole session, its close included (10 ms ticks: summed over sessions).
+  const cpuAfter = cpuBefore === undefined ? undefined : cpuMsOf(daemon.pid);
+  return { ...ready, daemonCpuMs: cpuAfter === undefined ? undefined : cpuAfter - cpuBefore };
 }
 
-/** Session readiness of both eras, alternating (ABBA), after 5 of each to compile both paths. */
+/**
+ * Session readiness of both eras, alternating (ABBA), after 5 of each to compile both paths; in
+ * the same rounds, each era's client alone on the answers its last warm-up session received (the
+ * floor: what this client costs with a daemon that takes no time and no HTTP).
+ */
 async function sessionReady(daemon) {
-  for (let i = 0; i < 5; i++) for (const era of ['legacy', 'modern']) await readyOnce(daemon, era);
-  const samples = { legacy: { total: [], http: [], steps: {} }, modern: { total: [], http: [], steps: {} } };
+  const recorded = { legacy: {}, modern: {} };
+  for (let i = 0; i < 5; i++) for (const era of ['legacy', 'modern']) await readyOnce(daemon, era, { record: recorded[era] });
+  const samples = {};
+  const into = (key) => (samples[key] ??= { total: [], http: [], steps: {}, cpuMs: 0, cpuSessions: 0 });
   let tools = 0;
+  const kinds = ['legacy', 'modern', 'legacyClientAlone', 'modernClientAlone'];
   for (let i = 0; i < readyRounds; i++) {
-    for (const era of i % 2 === 0 ? ['legacy', 'modern'] : ['modern', 'legacy']) {
-      const one = await readyOnce(daemon, era);
-      const into = samples[era];
-      into.total.push(one.ms);
-      into.http.push(Object.values(one.steps).reduce((a, b) => a + b, 0));
-      for (const [method, value] of Object.entries(one.steps)) (into.steps[method] ??= []).push(value);
-      tools = one.tools;
+    for (const kind of i % 2 === 0 ? kinds : [...kinds].reverse()) {
+      const era = kind.startsWith('legacy') ? 'legacy' : 'modern';
+      const alone = kind.endsWith('ClientAlone');
+      const one = await readyOnce(daemon, era, alone ? { replay: recorded[era] } : {});
+      const sample = into(kind);
+      sample.total.push(one.ms);
+      if (!alone) {
+        sample.http.push(Object.values(one.steps).reduce((a, b) => a + b, 0));
+        for (const [method, value] of Object.entries(one.steps)) (sample.steps[method] ??= []).push(value);
+        if (one.daemonCpuMs !== undefined) {
+          sample.cpuMs += one.daemonCpuMs;
+          sample.cpuSessions += 1;
+        }
+        tools = one.tools;
+      }
     }
   }
-  const summary = ({ total, http, steps }) => ({
+  const summary = ({ total, http, steps, cpuMs, cpuSessions }) => ({
     ...times(total),
-    httpRoundTripsP50Ms: ms(quantile(http, 0.5)),
-    stepP50Ms: Object.fromEntries(Object.entries(steps).map(([method, list]) => [method, ms(quantile(list, 0.5))])),
+    samplesMs: total.map(ms),
+    ...(http.length === 0
+      ? {}
+      : {
+          httpRoundTripsP50Ms: ms(quantile(http, 0.5)),
+          stepP50Ms: Object.fromEntries(Object.entries(steps).map(([method, list]) => [method, ms(quantile(list, 0.5))])),
+          daemonCpuMsPerSession: cpuSessions === 0 ? null : ms(cpuMs / cpuSessions),
+        }),
   });
-  return { legacy: summary(samples.legacy), modern: summary(samples.modern), toolsListed: tools };
+  return Object.fromEntries([...Object.entries(samples).map(([kind, sample]) => [kind, summary(sample)]), ['toolsListed', tools]]);
 }
 
 /** 5 legacy sessions list everything and call the 3 servers; they stay open (the caller closes them). */
@@ -233,7 +294,7 @@ try {
   });
   if (!eager) throw new Error('the eager run failed');
 
-  lazy = await runDaemonBench({ label: 'lazy-lazy', stateDir, print: false, config: lazyConfig }, async (daemon) => {
+  lazy = await runDaemonBench({ label: 'lazy-lazy', stateDir, print: false, config: lazyConfig, ...(profDir === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] }) }, async (daemon) => {
     const atStart = { states: await serverStates(daemon), ...serverTree(daemon.pid) };
     const ready = await sessionReady(daemon);
     const afterReady = serverTree(daemon.pid).serverProcesses;
@@ -305,6 +366,30 @@ try {
   const laterLazy = quantile(mixed.lazy, 0.5);
   const laterEager = quantile(mixed.eager, 0.5);
   const laterRatios = mixed.lazy.map((value, i) => value / mixed.eager[i]);
+  // Session ready over the floor: per round, the daemon's session less the client alone on its answers.
+  const overFloor = (era) => {
+    const total = lazy.ready[era].samplesMs;
+    const alone = lazy.ready[`${era}ClientAlone`].samplesMs;
+    return ms(quantile(total.map((value, i) => value - alone[i]), 0.5));
+  };
+  const readyMet = (era) => lazy.ready[era].p50Ms <= 10 && lazy.afterReadyServerProcesses === 0;
+  const verdict = (ok) => (ok ? 'met' : 'MISSED');
+  const readyLine = (era, client) => {
+    const r = lazy.ready[era];
+    return [
+      `target  session ready, ${era} (${client}), catalog, nothing running: p50 ≤ 10 ms   ${r.p50Ms} ms (p90 ${r.p90Ms}; POST round trips ${r.httpRoundTripsP50Ms} ms; daemon CPU ${r.daemonCpuMsPerSession} ms/session; ${lazy.afterReadyServerProcesses} server processes after)   ${verdict(readyMet(era))}`,
+      `  floor  the same client alone on the answers the daemon gave (no HTTP, no daemon)   ${lazy.ready[`${era}ClientAlone`].p50Ms} ms; the daemon's session over it: ${overFloor(era)} ms (median per round); eager, all 30 running: ${eager.ready[era].p50Ms} ms`,
+    ];
+  };
+  console.log(
+    [
+      `target  processes: ${CALLED.length} server processes (eager: ${SERVERS}), tree RSS ≤ 0.2× eager   ${lazy.serverProcesses} (eager ${eager.serverProcesses}), ${ms(rssRatio)}× (${lazy.treeRssMb} against ${eager.treeRssMb} MB)   ${verdict(lazy.serverProcesses === CALLED.length && rssRatio <= 0.2)}`,
+      ...readyLine('legacy', 'SDK v1: initialize + initialized + tools/list'),
+      ...readyLine('modern', 'SDK v2 at 2026-07-28: server/discover + tools/list'),
+      `target  first call of a cold server ≤ 1.1× a cold acquire of it (library, spare thread ready, + the call)   ${ms(quantile(ratios, 0.5))}× [${ms(Math.min(...ratios))}–${ms(Math.max(...ratios))}] over ${ratios.length} rounds (p50 ${ms(firstCall)} against ${ms(coldAcquire)} ms)   ${verdict(quantile(ratios, 0.5) <= 1.1)}`,
+      `target  later calls unchanged: lazily started ÷ started with the daemon   ${ms(quantile(laterRatios, 0.5))}× per pair (p50 ${ms(laterLazy)} against ${ms(laterEager)} ms)`,
+    ].join('\n'),
+  );
   console.log(JSON.stringify({
     servers: SERVERS,
     sessions: SESSIONS,
@@ -325,7 +410,8 @@ try {
       eagerAllRunning: eager.ready,
       legacyVsEager: ms(lazy.ready.legacy.p50Ms / eager.ready.legacy.p50Ms),
       modernVsEager: ms(lazy.ready.modern.p50Ms / eager.ready.modern.p50Ms),
-      met: lazy.ready.legacy.p50Ms <= 10 && lazy.ready.modern.p50Ms <= 10 && lazy.afterReadyServerProcesses === 0,
+      overFloorMs: { legacy: overFloor('legacy'), modern: overFloor('modern') },
+      met: readyMet('legacy') && readyMet('modern'),
     },
     firstCall: {
       target: 'first call of a cold server ≤ 1.1× a cold acquire of it (library, spare thread ready, + the call)',

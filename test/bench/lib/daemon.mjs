@@ -18,7 +18,8 @@ import { freePort } from './gateways.mjs';
 const BIN = fileURLToPath(new URL('../../../apps/daemon/bin/mcpool.js', import.meta.url));
 
 /**
- * @param {{ label: string, config: (port: number) => object, env?: Record<string, string>, stateDir?: string, print?: boolean }} setup
+ * @param {{ label: string, config: (port: number) => object, env?: Record<string, string>, stateDir?: string, print?: boolean, nodeArgs?: string[] }} setup
+ *   `nodeArgs`: Node's own options for the daemon (`--cpu-prof`, `--cpu-prof-dir=…`: V8's profiler, written on exit)
  * @param {(daemon: { base: string, pid: number, operator: string, auth: Record<string, string> }) => Promise<object>} measure
  */
 export async function runDaemonBench(setup, measure) {
@@ -27,7 +28,7 @@ export async function runDaemonBench(setup, measure) {
   const operator = `op-${randomUUID()}`;
   writeFileSync(join(dir, 'config.json'), JSON.stringify(setup.config(port)));
   const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('MCPOOL_'))), ...setup.env, MCPOOL_TOKEN: operator, MCPOOL_STATE_DIR: setup.stateDir ?? join(dir, 'state') };
-  const child = spawn(process.execPath, [BIN, 'serve', '--config', join(dir, 'config.json')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...(setup.nodeArgs ?? []), BIN, 'serve', '--config', join(dir, 'config.json')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const base = `http://127.0.0.1:${port}`;
