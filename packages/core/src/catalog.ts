@@ -19,20 +19,20 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PromptInfo, ResourceInfo, ResourceTemplateInfo, ServerSnapshot, ToolInfo } from '@mcpool/protocol';
+import { mergeFacts, sameFacts, type CatalogFacts } from './catalogFacts.js';
 
-/** Bumped when a record's shape or meaning changes: an older record is then ignored. */
+export type { CatalogFacts } from './catalogFacts.js';
+
+/**
+ * Bumped when a record's shape or meaning changes so that an older reader would misread it: an
+ * older record is then ignored. A new optional field is not such a change (a reader that does
+ * not know it passes it over, one that does takes its absence as nothing learned), so it keeps
+ * the format and the records already written.
+ */
 export const CATALOG_FORMAT = 1;
 
 /** This package's version, read once from its package.json: a record written by another is ignored. */
 const MCPOOL_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-
-/** What the pool learned about a server from using it. */
-export interface CatalogFacts {
-  /** The server asked its client for `roots/list`. */
-  usesRoots?: boolean | undefined;
-  /** The server sent requests to its client (sampling, elicitation, roots). */
-  makesServerRequests?: boolean | undefined;
-}
 
 /** One server config's catalog. */
 export interface CatalogRecord {
@@ -129,19 +129,19 @@ export class ServerCatalog {
       prompts: source.prompts,
       resources: source.resources,
       resourceTemplates: source.resourceTemplates,
-      learned: { ...before?.learned, ...definedOnly(learned) },
+      learned: mergeFacts(before?.learned, learned),
     };
     this.#records.set(fingerprint, record);
     this.#write(record);
     return record;
   }
 
-  /** Adds facts to the record of `fingerprint` (none without a record: nothing to attach them to). */
+  /** Adds facts to the record of `fingerprint`, written only when it learned something (none without a record: nothing to attach them to). */
   learn(fingerprint: string, facts: CatalogFacts): void {
     const before = this.get(fingerprint);
     if (before === undefined) return;
-    const learned = { ...before.learned, ...definedOnly(facts) };
-    if (Object.entries(learned).every(([key, value]) => before.learned[key as keyof CatalogFacts] === value)) return;
+    const learned = mergeFacts(before.learned, facts);
+    if (sameFacts(learned, mergeFacts(undefined, before.learned))) return;
     const record = { ...before, learned };
     this.#records.set(fingerprint, record);
     this.#write(record);
@@ -173,7 +173,9 @@ export class ServerCatalog {
     }
     if (raw?.format !== CATALOG_FORMAT || raw.mcpoolVersion !== this.version || raw.fingerprint !== fingerprint) return null;
     if (![raw.tools, raw.prompts, raw.resources, raw.resourceTemplates].every(Array.isArray)) return null;
-    return { ...(raw as CatalogRecord), learned: raw.learned ?? {}, capabilities: raw.capabilities ?? {} };
+    // Facts as a merge leaves them: whatever a file holds, a reader gets only the known, bounded ones.
+    const learned = typeof raw.learned === 'object' && raw.learned !== null ? mergeFacts(undefined, raw.learned) : {};
+    return { ...(raw as CatalogRecord), learned, capabilities: raw.capabilities ?? {} };
   }
 
   #write(record: CatalogRecord): void {
@@ -190,8 +192,4 @@ export class ServerCatalog {
       // Persistence is a convenience: the record in memory still serves.
     }
   }
-}
-
-function definedOnly(facts: CatalogFacts): CatalogFacts {
-  return Object.fromEntries(Object.entries(facts).filter(([, value]) => value !== undefined));
 }

@@ -4,12 +4,13 @@
  * starting anything; a changed config or another mcpool version never reads a stale record.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fingerprint, normalizeServerConfig } from '@mcpool/protocol';
 // Not public (the pool owns its catalog): this test reads a record as another version would.
 import { ServerCatalog, CATALOG_FORMAT } from '../src/catalog.js';
+import { factsOfRequest, mergeFacts } from '../src/catalogFacts.js';
 import { fixtureConfig, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { usePools } from '../../../test/helpers/pools.js';
 
@@ -78,7 +79,6 @@ describe('the catalog', () => {
       const file = join(dir, 'abc123.json');
       const saved = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
       expect(saved.learned).toEqual({ usesRoots: true, makesServerRequests: true });
-      const { writeFileSync } = await import('node:fs');
       writeFileSync(file, JSON.stringify({ ...saved, format: CATALOG_FORMAT + 1 }));
       expect(new ServerCatalog({ dir }).get('abc123')).toBeUndefined();
       writeFileSync(file, JSON.stringify({ ...saved, fingerprint: 'def456' }));
@@ -87,5 +87,36 @@ describe('the catalog', () => {
       expect(new ServerCatalog({ dir }).get('abc123')).toBeUndefined();
       // A name that is not a fingerprint never reaches the disk.
       expect(new ServerCatalog({ dir }).get('../abc123')).toBeUndefined();
+    }));
+
+  it('learned facts only grow, across records and learnings, and a file’s facts are read as known and bounded ones', () =>
+    withDir(async (dir) => {
+      const written: string[] = [];
+      const catalog = new ServerCatalog({ dir, written: (_fp, text) => written.push(text) });
+      const source = { tools: [{ name: 't', inputSchema: { type: 'object' } }], prompts: [], resources: [], resourceTemplates: [], serverInfo: { name: 's', version: '1' }, capabilities: {}, instructions: undefined, era: 'legacy' as const };
+      catalog.record('abc123', source);
+      const listed = (tool: string): boolean => tool === 't';
+      catalog.learn('abc123', factsOfRequest('sampling/createMessage', 't', listed));
+      catalog.learn('abc123', factsOfRequest('elicitation/create', 't', listed));
+      // A tool the server does not list teaches nothing but that the server asks.
+      catalog.learn('abc123', factsOfRequest('roots/list', 'made_up', listed));
+      const facts = { usesRoots: true, makesServerRequests: true, askingTools: { t: ['elicitation/create', 'sampling/createMessage'] } };
+      expect(catalog.get('abc123')!.learned).toEqual(facts);
+      // Nothing new learned: nothing written.
+      const writes = written.length;
+      catalog.learn('abc123', factsOfRequest('sampling/createMessage', 't', listed));
+      expect(written).toHaveLength(writes);
+      // A new discovery keeps them; a false never unlearns.
+      catalog.record('abc123', { ...source, tools: [] }, { usesRoots: false });
+      expect(new ServerCatalog({ dir }).get('abc123')!.learned).toEqual(facts);
+
+      // A file's facts: unknown fields and malformed tools dropped, methods bounded.
+      const file = join(dir, 'abc123.json');
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+      const many = Array.from({ length: 40 }, (_, i) => `m${String(i).padStart(2, '0')}`);
+      writeFileSync(file, JSON.stringify({ ...saved, learned: { usesRoots: 'yes', other: 1, askingTools: { a: many, b: 'not a list' } } }));
+      const read = new ServerCatalog({ dir }).get('abc123')!.learned;
+      expect(read).toEqual({ askingTools: { a: many.slice(0, 16) } });
+      expect(mergeFacts(undefined, {})).toEqual({});
     }));
 });
