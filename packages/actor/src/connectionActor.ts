@@ -73,6 +73,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     relistTools: (conn, generation) => store.refresh('tools', conn, generation),
     reauthorize: (challenge, status) => reauthorize(challenge, status),
     unattributed: (dropped) => emitControl('unattributed', { dropped }),
+    learned: (tool, method) => tellAsked({ method, tool }),
     get logger() {
       return logger;
     },
@@ -118,9 +119,31 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     await Promise.race([Promise.allSettled([...pending]), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
     clearTimeout(timer);
   }
+  /** The methods the server has asked its client, each told to the supervisor once. */
+  const askedMethods = new Set<string>();
+  /**
+   * What the server asked before the supervisor had its first lists (a server asks for roots
+   * during its handshake): told right after them, so the catalog has a record to keep it in.
+   */
+  let untold: ActorEvents['asked'][] | undefined = [];
+
+  function tellAsked(fact: ActorEvents['asked']): void {
+    if (untold === undefined) emitControl('asked', fact);
+    else untold.push(fact);
+  }
+
+  function serverAsked(method: string): void {
+    if (askedMethods.has(method)) return;
+    askedMethods.add(method);
+    tellAsked({ method });
+  }
+
   const store = new SnapshotStore((snapshot) => {
     broadcast('snapshot', snapshot);
     emitControl('lists', snapshot);
+    const facts = untold;
+    untold = undefined;
+    for (const fact of facts ?? []) emitControl('asked', fact);
   });
 
   function emitControl<K extends keyof ActorEvents>(ev: K, data: ActorEvents[K]): void {
@@ -190,6 +213,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
     secrets = secretSetOf(args.config);
     logger = logger.child({ server: startArgs.serverName, entryIndex: startArgs.entryIndex });
     logger.level = startArgs.logLevel;
+    if (startArgs.askingTools !== undefined) hub.seed(startArgs.askingTools);
     const entryArgs = args;
     return new Promise<ActorStartResult>((resolve, reject) => {
       machine = createActor(connectionMachine, {
@@ -210,6 +234,7 @@ export function openConnectionActor(control: MessagePort, thread: HostingThread)
                 eraHint: settledEra ?? entryArgs.era,
                 defaults: entryArgs.client,
                 roots: entryArgs.roots,
+                onServerRequest: serverAsked,
                 // A third of the spawn budget, at most 10 s: a server slow to start under load must
                 // still answer the probe in time, a silent legacy server costs this once per config.
                 probeTimeoutMs: entryArgs.probeTimeoutMs ?? Math.min(10_000, Math.max(1000, Math.floor(entryArgs.spawnTimeoutMs / 3))),

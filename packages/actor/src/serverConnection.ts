@@ -83,6 +83,8 @@ export interface OpenConnectionOptions {
   spawner?: ChildSpawner | undefined;
   /** A `per-workspace` entry's roots, which the connection answers `roots/list` with itself. */
   roots?: readonly Root[] | undefined;
+  /** Told the method of every request the server sends its client but `ping`, from the handshake on, whoever answers it. */
+  onServerRequest?: ((method: string) => void) | undefined;
   /**
    * The server's own secrets now (its env and header values, a refreshed token included): what
    * the server returns and writes to stderr is scrubbed of them, and of nobody else's.
@@ -741,7 +743,7 @@ export function scrubbedError(error: PoolError, secrets: SecretSet): PoolError {
 
 /** The upstream client of a connection: every message its server sends is scrubbed of that server's own secrets first. */
 function clientOptions(options: OpenConnectionOptions): UpstreamClientOptions {
-  return { cancelBy: 'notification', logger: options.logger, roots: options.roots, scrub: (message) => secretsOf(options).scrubMessage(message) };
+  return { cancelBy: 'notification', logger: options.logger, roots: options.roots, onRequest: options.onServerRequest, scrub: (message) => secretsOf(options).scrubMessage(message) };
 }
 
 function emptyLists(): Lists {

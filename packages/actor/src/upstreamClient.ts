@@ -174,6 +174,11 @@ export interface UpstreamClientOptions {
    */
   roots?: readonly Root[] | undefined;
   /**
+   * Told the method of every request the server sends but `ping`, as it arrives, whoever answers
+   * it (the roots above included): what a server asks of its client is learned from it.
+   */
+  onRequest?: ((method: string) => void) | undefined;
+  /**
    * Applied to every message the server sends before anything reads it: the connection scrubs
    * what its server returns of that server's own secrets. @default nothing changed
    */
@@ -357,6 +362,7 @@ export class UpstreamClient {
   async #answer(id: string | number, method: string, params: Record<string, unknown>): Promise<void> {
     let reply: JsonRpcMessage;
     const roots = this.#options.roots;
+    if (method !== 'ping') this.#options.onRequest?.(method);
     if (method === 'ping') {
       reply = { jsonrpc: '2.0', id, result: {} };
     } else if (method === 'roots/list' && roots !== undefined) {

@@ -8,7 +8,8 @@
  * - a server→client request (sampling, elicitation, roots) names no call on a legacy connection,
  *   so it is made certain by serialising the calls that ask: a tool is learned to ask the first
  *   time a request comes while a call of it is in flight (whether or not it could be
- *   attributed), and from then on calls of learned tools run for one view at a time on the
+ *   attributed), or known from the start when the server's catalog holds it
+ *   ({@link ViewHub.seed}: what earlier connections learned), and from then on calls of learned tools run for one view at a time on the
  *   connection (other views' wait in a {@link CallQueue}, within their own timeout and cancel;
  *   one view's own run together, as one of them may wait on its caller while it makes another);
  *   other calls still run beside them. A request goes, in this order: to the one view whose
@@ -18,7 +19,8 @@
  *   calls takes them); else (no call in flight, or calls of several views and no learned one)
  *   it is refused with `serverRequestRefused` (-32601 upstream), never guessed across sessions.
  *   What is left uncertain: the first time a tool asks while other sessions have calls in
- *   flight, the request is refused (the call fails once, and its tool is learned); and a tool
+ *   flight, the request is refused (the call fails once, and its tool is learned — once per
+ *   server config where the host keeps its catalog, not once per connection); and a tool
  *   that never asked, asking a learned call's method for the first time while that call is in
  *   flight, has its request taken for that call's;
  * - a notification (logging) goes to that view's newest listening call. It is never sent across
@@ -57,6 +59,8 @@ export interface ViewHubDeps {
   logger: { warn(obj: object, msg?: string): void };
   /** Notifications dropped because they could not be attributed to one principal, told at most once a turn. */
   unattributed(dropped: number): void;
+  /** A tool newly learned to ask `method` (told once per tool and method; tools given to {@link ViewHub.seed} are not told again). */
+  learned(tool: string, method: string): void;
 }
 
 interface ViewState {
@@ -104,6 +108,22 @@ export class ViewHub {
 
   constructor(deps: ViewHubDeps) {
     this.#deps = deps;
+  }
+
+  /**
+   * Tools already known to ask, with their methods (what the server's catalog learned on earlier
+   * connections): their calls are serialised from the first one, as if this connection had
+   * learned them. Within the same bound as tools learned here.
+   */
+  seed(askingTools: Readonly<Record<string, readonly string[]>>): void {
+    for (const [tool, methods] of Object.entries(askingTools)) {
+      let known = this.#askers.get(tool);
+      if (known === undefined) {
+        if (this.#askers.size >= MAX_LEARNED_TOOLS) return;
+        this.#askers.set(tool, (known = new Set()));
+      }
+      for (const method of methods) known.add(method);
+    }
   }
 
   attach(viewId: string, port: MessagePort, snapshot: ServerSnapshot, client?: ViewClientInfo, principal?: string): void {
@@ -201,7 +221,10 @@ export class ViewHub {
           methods = new Set();
           this.#askers.set(tool, methods);
         }
-        methods.add(method);
+        if (!methods.has(method)) {
+          methods.add(method);
+          this.#deps.learned(tool, method);
+        }
         this.#asked.set(ctx, { view, tool });
       }
     }

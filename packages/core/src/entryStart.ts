@@ -25,6 +25,8 @@ export interface EntryStarterOptions {
   auth: AuthGates;
   backoff: SpawnBackoff;
   eras: EraCache;
+  /** The tools the catalog of a config (by fingerprint) knows to send their client requests, with their methods. */
+  askingToolsOf(fingerprint: string): Readonly<Record<string, readonly string[]>> | undefined;
   ledger: GroupLedger | undefined;
   /** Teardowns under way per key (a start waits for its predecessor's). */
   retiring: ReadonlyMap<ConnectionId, Promise<void>>;
@@ -63,6 +65,9 @@ export class EntryStarter {
       era: eras.get(fingerprint(config))?.era,
     };
     if (entry.key.roots !== undefined) args.roots = entry.key.roots;
+    // What earlier connections of this config learned: their asking tools are serialised from the first call.
+    const askingTools = this.#o.askingToolsOf(fingerprint(config));
+    if (askingTools !== undefined) args.askingTools = askingTools;
     const started = Date.now();
     const spawnKey = connectionIdOf(name, fingerprint(config));
     // A replacement starts only once its predecessor's process tree is gone (bounded).

@@ -49,6 +49,7 @@ import { EntryStarter } from './entryStart.js';
 import { EraCache } from './eraCache.js';
 import { ServerCatalog, changedLists, type CatalogChange, type CatalogRecord } from './catalog.js';
 import { CatalogShown } from './catalogShown.js';
+import { factsOfRequest } from './catalogFacts.js';
 import { GroupLedger, defaultStateDir } from './groupLedger.js';
 import { SILENT_LOGGER } from './logging.js';
 import { PoolKeys } from './poolKey.js';
@@ -167,6 +168,7 @@ export class McpTransportPool {
       auth: this.#auth,
       backoff: this.#backoff,
       eras: this.#eras,
+      askingToolsOf: (fp) => this.#catalog.get(fp)?.learned.askingTools,
       ledger: this.#ledger,
       retiring: this.#retiring,
       actorSlackMs: ACTOR_SLACK_MS,
@@ -748,6 +750,13 @@ export class McpTransportPool {
             this.#logger.warn({ err: error }, 'a catalog listener threw');
           }
         }
+        return;
+      }
+      case 'asked': {
+        const { method, tool } = data as ActorEvents['asked'];
+        const fp = fingerprint(entry.config);
+        const listed = (name: string): boolean => this.#catalog.get(fp)?.tools.some((offered) => offered.name === name) === true;
+        this.#catalog.learn(fp, factsOfRequest(method, tool, listed));
         return;
       }
       case 'era': {

@@ -61,6 +61,12 @@ export interface ActorStartArgs {
   /** A `per-workspace` entry's roots: the actor answers the server's `roots/list` with them itself, at any time. */
   roots?: readonly Root[] | undefined;
   /**
+   * Tools the config's catalog knows to send their client requests, with the methods each sent:
+   * the connection starts with them learned, so other sessions' calls of them wait their turn
+   * from the first one (see `asked`).
+   */
+  askingTools?: Readonly<Record<string, readonly string[]>> | undefined;
+  /**
    * The `Authorization` header value for a remote server whose credentials the pool's host
    * supplies (an OAuth access token). A secret: never logged, never in a snapshot.
    */
@@ -202,6 +208,12 @@ export interface ActorEvents {
   throttle: { throttled: boolean; reason?: 'rate' | 'views_backed_up'; dropped?: number };
   /** Notifications the server sent that no single principal's views could be said to own: dropped, never broadcast. */
   unattributed: { dropped: number };
+  /**
+   * The server sent its client a request (`method`: sampling, elicitation, roots): told once per
+   * method, and once per tool newly learned to send it (`tool`: a call of it was in flight), and
+   * only after the connection's first `lists`. The pool keeps it in the config's catalog.
+   */
+  asked: { method: string; tool?: string | undefined };
 }
 
 /**
