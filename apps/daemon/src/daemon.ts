@@ -301,6 +301,10 @@ export class Daemon {
       sharingOf: (config, era) => this.#sharing.decision(config, era),
       cold: (name) => this.#warm.cold(name),
       lifeOf: (name, cold) => ({ state: this.#lives.stateOf(name, cold), lastStartMs: this.#lives.lastStartMs(name) }),
+      learnedOf: (name) => {
+        const config = this.#config.server(name);
+        return config === undefined ? undefined : this.pool.catalogOf(name, config)?.learned;
+      },
       ready: this.readiness().ready,
       restSessions: this.sessions.size,
       mcpSessions: this.#mcpSessions(),

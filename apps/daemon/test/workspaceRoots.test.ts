@@ -4,7 +4,7 @@
  * clients that declare `roots`. The gateway asks each session's client for its roots, the pool
  * answers the server's `roots/list` from its entry's roots, so each client sees its own folder and
  * not the other's; two clients with the same roots share one process; a client whose roots change
- * moves to the entry of its new roots.
+ * moves to the entry of its new roots; status says the server uses roots (learned from its requests).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { WorkspaceMcpStatus } from '@mcpool/client';
+import { main } from 'mcpool';
 import { marker, textOf } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 import { connectClient } from './gatewayHelpers.js';
@@ -108,5 +109,12 @@ describe('roots per workspace through /mcp', { timeout: 120_000 }, () => {
     expect(await allowed(a)).not.toContain(alpha.dir);
     await vi.waitFor(async () => expect((await entries()).map((entry) => entry.refs).sort()).toEqual([1, 2]), { timeout: 30_000, interval: 100 });
     expect(await allowed(c)).toContain(alpha.dir);
+
+    // Status shows what the pool learned from the server's own requests: it asks for roots.
+    const status = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<WorkspaceMcpStatus>();
+    expect(status.servers.find((server) => server.name === 'files')!.learned).toEqual({ usesRoots: true, makesServerRequests: true });
+    const out: string[] = [];
+    expect(await main(['node', 'mcpool', 'status'], { stdout: (t) => out.push(t), stderr: (t) => out.push(t), env: { MCPOOL_URL: base, MCPOOL_TOKEN: h.token }, cwd: h.dir })).toBe(0);
+    expect(out.join('\n').split('\n').find((line) => line.startsWith('files'))).toMatch(/^files\s+active\s+running · start \d+ ms · uses roots\s/);
   });
 });

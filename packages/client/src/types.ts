@@ -91,6 +91,13 @@ export interface WorkspaceMcpServer {
   state?: ServerLifeState;
   /** How long its last start took in this daemon, spawn to ready (ms). */
   lastStartMs?: number;
+  /**
+   * What the pool learned about a configured server from using it, kept with its catalog (across
+   * restarts): it asked its client for roots (`usesRoots`: its config may want
+   * `sharing: "per-workspace"`), it sent its client requests (`makesServerRequests`: sampling,
+   * elicitation, roots). Absent while nothing was learned.
+   */
+  learned?: { usesRoots?: true; makesServerRequests?: true };
 }
 
 /**

@@ -82,11 +82,12 @@ function errorLines(error: { code: string; message: string }): string[] {
   return [lines[0]!, `… (${lines.length - ERROR_LINES_SHOWN} more lines; --json has them all)`, ...lines.slice(-(ERROR_LINES_SHOWN - 1))];
 }
 
-/** A server's life state and the cost of its last start: `running · start 420 ms`, `stopped (idle)`, `cold`. */
+/** A server's life state, the cost of its last start and whether it uses roots: `running · start 420 ms · uses roots`, `stopped (idle)`, `cold`. */
 function stateCell(server: WorkspaceMcpStatus['servers'][number]): string {
-  if (server.state === undefined) return '-';
+  const roots = server.learned?.usesRoots === true ? ' · uses roots' : '';
+  if (server.state === undefined) return roots === '' ? '-' : roots.slice(3);
   const state = server.state === 'stopped' ? 'stopped (idle)' : server.state;
-  return server.lastStartMs === undefined ? state : `${state} · start ${server.lastStartMs} ms`;
+  return (server.lastStartMs === undefined ? state : `${state} · start ${server.lastStartMs} ms`) + roots;
 }
 
 export function formatStatus(status: WorkspaceMcpStatus): string {

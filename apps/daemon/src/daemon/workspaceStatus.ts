@@ -5,7 +5,7 @@
  * apply with that `configProblem`); every running one too, configured or injected. It never holds
  * a fingerprint, an env value or a header.
  */
-import type { PoolSnapshot, ServerConfig, SharingPolicy } from '@mcpool/core';
+import type { CatalogFacts, PoolSnapshot, ServerConfig, SharingPolicy } from '@mcpool/core';
 import type { ServerLifeState, WorkspaceMcpServer, WorkspaceMcpStatus } from '@mcpool/client';
 import type { DaemonSettings, LoadedConfig } from '../config/daemonConfig.js';
 import type { PlainError } from './failures.js';
@@ -22,6 +22,8 @@ export interface WorkspaceFigures {
   cold: (name: string) => boolean;
   /** Where a server stands in its life (given whether it is `cold`), and its last start's cost (see `serverStates.ts`). */
   lifeOf: (name: string, cold: boolean) => { state: ServerLifeState | undefined; lastStartMs: number | undefined };
+  /** What the catalog of configured server `name`'s config learned about it from use, if anything. */
+  learnedOf: (name: string) => CatalogFacts | undefined;
   ready: boolean;
   restSessions: number;
   mcpSessions: number;
@@ -50,6 +52,7 @@ export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
       ...(configProblem ? { configProblem: { code: configProblem.code, message: configProblem.message } } : {}),
       ...(config ? { sharing: figures.sharingOf(config, live?.entrySummary.find((entry) => entry.era !== undefined)?.era) } : {}),
       ...(backoff === undefined ? {} : { retryAt: backoff.retryAt }),
+      ...learnedFields(config === undefined ? undefined : figures.learnedOf(name)),
     };
     const life = figures.lifeOf(name, live === undefined && config !== undefined && figures.cold(name));
     const lifeFields = { ...(life.state === undefined || (live === undefined && lastError) ? {} : { state: life.state }), ...(life.lastStartMs === undefined ? {} : { lastStartMs: life.lastStartMs }) };
@@ -92,4 +95,13 @@ export function workspaceStatus(figures: WorkspaceFigures): WorkspaceMcpStatus {
       injectedServers: { live: figures.injectedServers, perRequest: settings.maxInjectedServersPerRequest, perClient: settings.maxInjectedServersPerClient },
     },
   };
+}
+
+/** The facts a user acts on (a server that uses roots wants per-workspace sharing), shown only when something was learned. */
+function learnedFields(facts: CatalogFacts | undefined): Pick<WorkspaceMcpServer, 'learned'> {
+  const learned: NonNullable<WorkspaceMcpServer['learned']> = {
+    ...(facts?.usesRoots === true ? { usesRoots: true as const } : {}),
+    ...(facts?.makesServerRequests === true ? { makesServerRequests: true as const } : {}),
+  };
+  return Object.keys(learned).length === 0 ? {} : { learned };
 }

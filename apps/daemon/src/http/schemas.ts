@@ -92,6 +92,7 @@ export const workspaceMcpSchema = z.object({
       retryAt: z.string().optional(),
       state: z.enum(['cold', 'starting', 'running', 'stopped']).optional(),
       lastStartMs: z.number().optional(),
+      learned: z.object({ usesRoots: z.literal(true).optional(), makesServerRequests: z.literal(true).optional() }).strict().optional(),
     }).strict(),
   ),
   budget: z.object({
