@@ -14,6 +14,7 @@
  */
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { Worker } from 'node:worker_threads';
 
 /** How often the heap's used size is read (cheap: no walk of the heap). */
 export const HEAP_CHECK_MS = 1000;
@@ -30,7 +31,8 @@ export const HOLD_YOUNG_FLAG = '--semi-space-growth-factor=1';
  * semi-space size given on the node command line cannot be set once the process runs (the main
  * thread's heap is configured before any code), but the growth factor is read at each growth,
  * so 1 stops it. V8 raises that flag back to 2 whenever it configures a new heap — every worker
- * thread's start — so the serve process sets it again at each heap check. Worker threads get the
+ * thread's start (the pool's spare thread starts whenever one is taken, at any time) — so the
+ * serve process sets it again as each worker comes online, and at each heap check. Worker threads get the
  * flag only after their own heap is configured: their young generation is bounded by their
  * `resourceLimits` instead.
  *
@@ -72,6 +74,11 @@ export function startHeapWatch(onCollect?: (info: { beforeMb: number; afterMb: n
   const used = (): number => getHeapStatistics().used_heap_size / 1048576;
   let baseline = used();
   let collections = 0;
+  // Node announces every new worker on `process` ('worker'); its heap is configured once it is online.
+  const rehold = (worker: Worker): void => {
+    worker.once('online', () => setFlagsFromString(HOLD_YOUNG_FLAG));
+  };
+  if (holdYoung) process.on('worker', rehold);
   const timer = setInterval(() => {
     if (holdYoung) setFlagsFromString(HOLD_YOUNG_FLAG);
     const before = used();
@@ -89,6 +96,9 @@ export function startHeapWatch(onCollect?: (info: { beforeMb: number; afterMb: n
     get collections() {
       return collections;
     },
-    stop: () => clearInterval(timer),
+    stop: () => {
+      clearInterval(timer);
+      process.off('worker', rehold);
+    },
   };
 }
