@@ -266,14 +266,17 @@ export class Aggregate {
 
   /**
    * A server that became available while the caller is here (a reload added or fixed it) joins
-   * when `access` allows it: acquired now, announced with `listChanged` once ready. A server's own
-   * endpoint keeps its one server.
+   * when `access` allows it: acquired now, announced with `listChanged` once ready; one started on
+   * first use that has a catalog is listed from it, nothing started, and announced at once (the
+   * caller was never shown it). A server's own endpoint keeps its one server.
    */
   add(name: string, access: GatewayAccess): void {
     if (this.closed || this.scope !== undefined || !access.servers.has(name)) return;
     this.#fixed?.add(name);
     const slot = this.#slot(name);
-    if (slot.view === undefined) void this.#acquire(slot);
+    if (slot.view !== undefined) return;
+    if (this.#coldListing(slot) !== undefined) for (const kind of LIST_KINDS) this.#options.events.listChanged(kind);
+    else void this.#acquire(slot);
   }
 
   /**
