@@ -372,8 +372,11 @@ export class Daemon {
 
   /** A server was authorized: the holds that failed on its 401 acquire it again, and the gateway is told. */
   #onAuthorized(name: string): void {
-    // The warm hold failed on the 401; it comes back now (and with it the `ready` status).
-    if (!this.#warm.held(name)) void this.#warm.rewarm(name);
+    // The warm start failed on the 401; it runs again now (and with it the `ready` status): an
+    // eager server's hold comes back; one started on first use with no catalog yet is started
+    // once to learn it (with a catalog it is ready as it is, cold).
+    if (this.#warm.startsOnUse(name)) void this.#serialize(() => this.#warm.warmAndCount(name));
+    else if (!this.#warm.held(name)) void this.#warm.rewarm(name);
     void this.sessions.rejoin(name);
     for (const listener of [...this.#authorizedListeners]) listener(name);
   }
