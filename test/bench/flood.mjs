@@ -55,7 +55,9 @@ writeFileSync(
       flood: { command: process.execPath, args: [fixture('notifyFlood.mjs'), '--marker=flood-bench'], sharing: 'shared' },
       echo: { command: process.execPath, args: [fixture('echo.mjs'), '--marker=flood-bench'], sharing: 'shared' },
     },
-    daemon: { port: 0, watchConfig: false },
+    // Eager: the stalled session must hold the flood server from its initialize (with the default,
+    // lazy start, a session that never calls it is not sent its notifications).
+    daemon: { port: 0, watchConfig: false, start: 'eager' },
   }),
 );
 const env = { PATH: process.env.PATH, HOME: dir, XDG_STATE_HOME: join(dir, 'xdg'), MCPOOL_STATE_DIR: join(dir, 'state') };

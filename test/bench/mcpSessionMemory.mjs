@@ -23,7 +23,9 @@ await runDaemonBench(
     label: 'sessmem',
     config: (port) => ({
       mcpServers: { echo: { command: process.execPath, args: [ECHO, '--marker=sessmem-bench'], sharing: 'shared' } },
-      daemon: { port, watchConfig: false, logLevel: 'warn', mcpMaxSessionsPerClient: 10_000, mcpMaxSessions: 10_000 },
+      // Eager: each held session holds its view of echo from its initialize, as the target was set
+      // for (with the default, lazy start, a session that calls nothing holds no view).
+      daemon: { port, watchConfig: false, logLevel: 'warn', start: 'eager', mcpMaxSessionsPerClient: 10_000, mcpMaxSessions: 10_000 },
     }),
   },
   async ({ base, pid, auth }) => {

@@ -18,7 +18,9 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mcpool-cli-'));
-  writeFileSync(join(dir, 'good.json'), JSON.stringify({ mcpServers: { echo: fixtureConfig('echo.mjs', mark), web: { url: 'http://127.0.0.1:9/mcp' } }, daemon: { port: 0, budget: { clientBudget: 9 } } }));
+  // The client commands are run over servers that start with the daemon and stay held (`start:
+  // "eager"`): the table's states, refs and entry numbers are then what a started daemon shows.
+  writeFileSync(join(dir, 'good.json'), JSON.stringify({ mcpServers: { echo: fixtureConfig('echo.mjs', mark), web: { url: 'http://127.0.0.1:9/mcp' } }, daemon: { port: 0, start: 'eager', budget: { clientBudget: 9 } } }));
   writeFileSync(join(dir, 'bad.json'), JSON.stringify({ mcpServers: { echo: { command: 'node', args: [1] } } }));
   // Not JSON: the file itself is refused (a bad server entry only makes that server unavailable).
   writeFileSync(join(dir, 'broken.json'), '{ "mcpServers": { "echo": ');

@@ -102,9 +102,10 @@ describe('the daemon section', () => {
     );
   });
 
-  it('starts servers eagerly unless daemon.start (or a server’s own start) says lazy, and refuses another mode', () => {
-    expect(DEFAULT_SETTINGS.start).toBe('eager');
-    expect(resolveSettings({ daemon: { start: 'lazy' } }, {}).start).toBe('lazy');
+  it('starts servers on first use unless daemon.start (or a server’s own start) says eager, and refuses another mode', () => {
+    expect(DEFAULT_SETTINGS.start).toBe('lazy');
+    expect(resolveSettings({}, {}).start).toBe('lazy');
+    expect(resolveSettings({ daemon: { start: 'eager' } }, {}).start).toBe('eager');
     expect(configError(() => resolveSettings({ daemon: { start: 'sometimes' } }, {})).data.issues.map((issue) => issue.path)).toEqual(['daemon.start']);
   });
 

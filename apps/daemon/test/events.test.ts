@@ -100,6 +100,9 @@ describe('the daemon’s entry watcher', () => {
     const mark = marker('watcher');
     const h = await harness({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) } }, { marks: [mark] });
     try {
+      // A session holds the entry (servers start on first use; the one start the daemon made to
+      // learn echo's catalog released it), so nothing changes while the watcher is watched idle.
+      expect((await h.request({ method: 'POST', url: '/sessions', payload: { servers: ['echo'] } })).statusCode).toBe(201);
       const seen: DaemonEventPayload[] = [];
       h.daemon.events.subscribe((event) => seen.push(event.payload));
       const snapshots = vi.spyOn(h.daemon.pool, 'getSnapshot');
@@ -116,7 +119,7 @@ describe('the daemon’s entry watcher', () => {
       await h.daemon.shutdown('test');
       const statuses = seen.filter((e) => e.type === 'entry_status');
       expect(statuses.filter((e) => e.status === 'gone')).toHaveLength(1);
-      // (it may have been seen draining first, when the warm hold's release reached the actor in time)
+      // (it may have been seen draining first, when the session's release reached the actor in time)
       expect(statuses.at(-1)).toEqual({ type: 'entry_status', serverName: 'echo', entryIndex: 0, status: 'gone', previous: expect.stringMatching(/^(active|draining)$/), refs: 0 });
     } finally {
       await h.close();

@@ -303,14 +303,17 @@ describe('notifications on the session stream', () => {
 });
 
 describe('sessions', () => {
-  it('a session holds one ref per server from initialize to DELETE', async () => {
+  it('a session holds one ref per server from its first use to DELETE', async () => {
     const before = await refsOf('echo');
     const sessions = h.app.gateway.size;
     const { client, transport } = await connectClient(`${base}/mcp/echo`, h.token);
-    expect(await refsOf('echo')).toEqual(before.map((refs) => refs + 1));
+    // Servers start on first use: the call is what takes the ref (one entry, shared by everyone).
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ref' } }))).toBe('ref');
+    expect(await refsOf('echo')).toEqual(before.length === 0 ? [1] : before.map((refs) => refs + 1));
     expect(h.app.gateway.size).toBe(sessions + 1);
     await transport.terminateSession();
-    await vi.waitFor(async () => expect(await refsOf('echo')).toEqual(before), { timeout: 15_000, interval: 20 });
+    // (no entry before: the one this session started now drains, held by nobody)
+    await vi.waitFor(async () => expect(await refsOf('echo')).toEqual(before.length === 0 ? [0] : before), { timeout: 15_000, interval: 20 });
     expect(h.app.gateway.size).toBe(sessions);
     await client.close();
   });

@@ -66,6 +66,8 @@ describe('the daemon on a socket', () => {
   it('serves the client over 127.0.0.1, streams events, and resumes after Last-Event-ID', async () => {
     const mark = marker('listen');
     const { running, client, dir } = await start({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) }, daemon: { heartbeatMs: 50 } }, mark);
+    // Servers start on first use: a session holds echo, so the sessions followed below change no entry.
+    await client.createSession({ label: 'holder' });
     expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(running.app.server.address()).toMatchObject({ address: '127.0.0.1' });
     expect((await client.getWorkspaceMcp()).servers.map((s) => [s.name, s.entryCount])).toEqual([['echo', 1]]);

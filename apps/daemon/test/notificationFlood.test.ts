@@ -16,6 +16,16 @@ function rssMB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
+/**
+ * The session calls the flood server once: servers start on first use, and a session gets a
+ * server's notifications from the request that made it use the server on.
+ */
+async function useFlood(url: string, headers: Record<string, string>): Promise<void> {
+  const used = await raw(url, { path: '/mcp', headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH }, body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'flood__echo', arguments: { text: 'on' } } } });
+  expect(used.status).toBe(200);
+  expect(used.body).toContain('"text":"on"');
+}
+
 describe('notification flood through /mcp', () => {
   it('a client that stops reading is disconnected with a logged reason, and its backlog goes with it; other calls go on', async () => {
     const mark = marker('notify-flood');
@@ -28,6 +38,7 @@ describe('notification flood through /mcp', () => {
       // Session 1 opens its GET stream and never reads it.
       const sessionId = await openRawSession(url, '/mcp', token);
       const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+      await useFlood(url, headers);
       const streamClosed = new Promise<void>((resolve) => {
         stalled = httpRequest(`${url}/mcp`, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } }, (res: IncomingMessage) => {
           res.pause();
@@ -90,6 +101,7 @@ describe('notification flood through /mcp', () => {
     try {
       const sessionId = await openRawSession(url, '/mcp', token);
       const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+      await useFlood(url, headers);
       let stream = '';
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
         stalled = httpRequest(`${url}/mcp`, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } }, (incoming: IncomingMessage) => {

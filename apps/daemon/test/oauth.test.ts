@@ -73,7 +73,15 @@ async function authorize(s: Stack): Promise<void> {
   const { authorizationUrl } = started.json<{ authorizationUrl: string }>();
   const done = await s.as.approve(authorizationUrl);
   expect(done).toMatchObject({ status: 200 });
-  await until('the server to be active', async () => (await status(s.h)).status === 'active');
+  await serverReady(s.h);
+}
+
+/**
+ * Until the daemon counts the server ready again after its authorization: an eager server's warm
+ * hold is back on it, a lazy one (the default) has been started once to learn its catalog.
+ */
+async function serverReady(h: Harness, ms?: number): Promise<void> {
+  await until('the server to be ready', async () => (await h.request({ method: 'GET', url: '/readyz' })).json<{ servers: { ready: number } }>().servers.ready === 1, ms);
 }
 
 /** `mcpool auth remote` through the CLI: the authorization URL it printed, and its exit code when it ends. */
@@ -297,7 +305,7 @@ describe('authorization', () => {
     const device = started.json<{ flow: string; userCode: string; verificationUri: string }>();
     expect(device).toMatchObject({ flow: 'device_code', verificationUri: `${s.as.issuer}/device` });
     expect(await s.as.approveDevice(device.userCode)).toMatchObject({ status: 200, body: expect.stringContaining('Success') });
-    await until('the server to be active', async () => (await status(s.h)).status === 'active', 60_000);
+    await serverReady(s.h, 60_000);
     const session = await createSession(s.h);
     expect((await echo(s.h, session, 'device')).json()).toMatchObject({ result: { content: [{ text: 'device' }] } });
     expect(s.as.tokenRequests['urn:ietf:params:oauth:grant-type:device_code']).toBe(1);

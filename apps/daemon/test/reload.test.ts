@@ -14,6 +14,10 @@ afterEach(async () => {
   h = undefined;
 });
 
+// These tests are about what a reload does to running servers and the warm hold: the servers start
+// with the daemon and are held (`start: "eager"`; the default starts them on first use).
+const EAGER = { start: 'eager' } as const;
+
 const echoWith = (mark: string, flavour: string, extra: Record<string, unknown> = {}) => ({ ...fixtureConfig('echo.mjs', mark), env: { FLAVOUR: flavour }, ...extra });
 
 async function status(): Promise<WorkspaceMcpStatus> {
@@ -27,7 +31,7 @@ function entriesOf(s: WorkspaceMcpStatus, name: string): { entryIndex: number; r
 describe('POST /workspace/mcp/reload-all', () => {
   it('gives a changed server a new entry; the old one keeps its session, then drains when it leaves', async () => {
     const mark = marker('reload');
-    h = await harness({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: { drainDelayMs: 100 } }, { marks: [mark] });
+    h = await harness({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: { ...EAGER, drainDelayMs: 100 } }, { marks: [mark] });
     const events: DaemonEventPayload[] = [];
     h.daemon.events.subscribe((event) => events.push(event.payload));
     // 1. An old session holds entry 0.
@@ -35,7 +39,7 @@ describe('POST /workspace/mcp/reload-all', () => {
     expect(entriesOf(await status(), 'echo')).toEqual([{ entryIndex: 0, refs: 2, status: 'active' }]);
 
     // 2. The config changes an env value: a new fingerprint.
-    h.writeConfig({ mcpServers: { echo: echoWith(mark, 'two') }, daemon: { drainDelayMs: 100 } });
+    h.writeConfig({ mcpServers: { echo: echoWith(mark, 'two') }, daemon: { ...EAGER, drainDelayMs: 100 } });
     const reload = await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
     expect(reload.statusCode).toBe(200);
     expect(reload.json<ReloadResult>()).toEqual({ source: h.configPath, added: [], removed: [], changed: ['echo'], unchanged: [], needsRestart: [], rejected: [] });
@@ -61,15 +65,15 @@ describe('POST /workspace/mcp/reload-all', () => {
 
   it('adds and removes servers; a per-session field alone changes no fingerprint', async () => {
     const mark = marker('reload-add');
-    h = await harness({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: { drainDelayMs: 50 } }, { marks: [mark] });
-    h.writeConfig({ mcpServers: { echo: echoWith(mark, 'one', { excludeTools: ['add'] }), prompts: fixtureConfig('promptsOnly.mjs', mark) }, daemon: { drainDelayMs: 50 } });
+    h = await harness({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: { ...EAGER, drainDelayMs: 50 } }, { marks: [mark] });
+    h.writeConfig({ mcpServers: { echo: echoWith(mark, 'one', { excludeTools: ['add'] }), prompts: fixtureConfig('promptsOnly.mjs', mark) }, daemon: { ...EAGER, drainDelayMs: 50 } });
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).json()).toMatchObject({ added: ['prompts'], changed: [], unchanged: ['echo'] });
     expect(entriesOf(await status(), 'prompts')).toEqual([{ entryIndex: 0, refs: 1, status: 'active' }]);
     // New sessions see the new per-session fields on the same entry.
     const session = (await h.request({ method: 'POST', url: '/sessions', payload: {} })).json<SessionInfo>();
     expect(session.servers.find((s) => s.name === 'echo')!.tools).not.toContain('add');
 
-    h.writeConfig({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: { drainDelayMs: 50 } });
+    h.writeConfig({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: { ...EAGER, drainDelayMs: 50 } });
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).json()).toMatchObject({ removed: ['prompts'] });
     // The session still holds prompts: it stays, no longer configured, until the session leaves.
     const prompts = (await status()).servers.find((s) => s.name === 'prompts')!;
@@ -80,7 +84,7 @@ describe('POST /workspace/mcp/reload-all', () => {
 
   it('409 for a file that cannot be read as a whole: nothing applied, the error names the file and path, an event says so', async () => {
     const mark = marker('reload-bad');
-    h = await harness({ mcpServers: { echo: echoWith(mark, 'one') } }, { marks: [mark] });
+    h = await harness({ mcpServers: { echo: echoWith(mark, 'one') }, daemon: EAGER }, { marks: [mark] });
     const events: DaemonEventPayload[] = [];
     h.daemon.events.subscribe((event) => events.push(event.payload));
     const before = await status();
@@ -99,7 +103,7 @@ describe('POST /workspace/mcp/reload-all', () => {
     h.writeConfig('{ not json');
     expect((await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' })).statusCode).toBe(409);
     // A bad entry alone is that server's problem: the running one keeps its config, nothing leaks.
-    h.writeConfig({ mcpServers: { echo: { command: 5, env: { SECRET: 'value-that-must-not-leak' } } } });
+    h.writeConfig({ mcpServers: { echo: { command: 5, env: { SECRET: 'value-that-must-not-leak' } } }, daemon: EAGER });
     const partial = await h.request({ method: 'POST', url: '/workspace/mcp/reload-all' });
     expect(partial.statusCode).toBe(200);
     expect(partial.body).not.toContain('value-that-must-not-leak');

@@ -39,6 +39,10 @@ function config(): Record<string, unknown> {
       prompts: fixtureConfig('promptsOnly.mjs', mark, { sharing: 'shared' }),
     },
     daemon: {
+      // The routes are read over servers that run from the daemon's start, held by its warm hold
+      // (the refs, entry numbers and restarts below count on it); the default, lazy start, has
+      // its states in serverStates.test.ts.
+      start: 'eager',
       drainDelayMs: 200,
       bodyLimitBytes: 4096,
       allowedOrigins: ['http://localhost:3000'],

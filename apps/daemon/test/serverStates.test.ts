@@ -3,7 +3,8 @@
  * `running`, `stopped` (let go while unused) — with the cost of its last start, on every surface
  * that shows servers: `GET /workspace/mcp` (and so `mcpool status`), the `mcpool_servers{state}`
  * gauge of `/metrics`, and the `server_state` events. A daemon restarted over a catalog its first
- * run wrote; real processes.
+ * run wrote; real processes. Both runs use the default config: servers start on first use, so the
+ * first run starts echo once to learn its catalog and lets it go, and the second starts nothing.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cpSync, existsSync, readdirSync } from 'node:fs';
@@ -18,7 +19,8 @@ import { harness, type Harness } from './helpers.js';
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
 
 const mark = marker('server-states');
-const doc = { mcpServers: { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) }, daemon: { start: 'lazy', keepWarm: false } };
+// No `daemon` section: the default start mode (lazy) is what is under test.
+const doc = { mcpServers: { echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) } };
 const options = { marks: [mark], poolOptions: { drainDelayMs: 50 } };
 let h: Harness;
 let base: string;
@@ -46,10 +48,16 @@ const stateEvents = (): Omit<ServerStateEvent, 'type'>[] =>
   events.filter((event): event is ServerStateEvent => event.type === 'server_state').map(({ type: _type, ...rest }) => rest);
 
 beforeAll(async () => {
-  // A first run learns echo's catalog (a lazy server without one is started once to learn it).
-  const first = await harness(doc, options);
+  // A first run learns echo's catalog (a lazy server without one is started once to learn it),
+  // then lets it go: nothing holds it (no warm hold), so its process ends.
+  const first = await harness(doc, { ...options, start: false });
+  const learning: DaemonEventPayload[] = [];
+  first.daemon.events.subscribe((event) => learning.push(event.payload));
+  await first.daemon.start();
   const catalog = join(first.dir, 'state', 'catalog');
   await vi.waitFor(() => expect(existsSync(catalog) && readdirSync(catalog).some((file) => file.endsWith('.json'))).toBe(true), { timeout: 30_000, interval: 50 });
+  await vi.waitFor(() => expect(pidsWithMarker(mark)).toEqual([]), { timeout: 30_000, interval: 50 });
+  expect(learning.filter((event) => event.type === 'server_state' && event.state === 'starting')).toHaveLength(1);
   h = await harness(doc, { ...options, start: false });
   cpSync(catalog, join(h.dir, 'state', 'catalog'), { recursive: true });
   await first.close();

@@ -15,11 +15,12 @@ import { randomUUID } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, HTTP_STATUS } from '@mcpool/protocol';
 import { startHttpModernServer, type HttpModernServer } from '../../../test/fixtures/servers/httpModernServer.mjs';
 import { fixtureConfig, marker } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
-import { ACCEPT_BOTH, connectClient, initializeBody } from './gatewayHelpers.js';
+import { ACCEPT_BOTH, connectClient, initializeBody, messagesOf, openRawSession, raw } from './gatewayHelpers.js';
 
 const mark = marker('shares');
 const clients: Client[] = [];
@@ -66,19 +67,24 @@ describe('live servers: a share of maxActors per client, headroom for the operat
   it('64 unpooled sessions of one client start its 16; a new principal and the operator still get every server', async () => {
     const settings = h.daemon.settings;
     expect([settings.maxActors, settings.maxActorsPerClient]).toEqual([64, 16]);
-    // 1. alice opens 64 sessions on the unpooled server, one after the other: her 16 start, the
-    //    others are refused with her share named (on `/mcp/remote` the one server is the session).
-    //    Her count is read from the refusals: the pool's entry total also moves with the
-    //    operator's warm hold, which goes over to the entry of whoever uses a server.
+    // 1. alice opens 64 sessions on the unpooled server, one after the other, and calls it in each
+    //    (servers start on first use: the call starts the session's entry): her 16 start, the
+    //    others' calls are refused with her share named. Her count is read from the refusals: the
+    //    pool's entry total also moves with the entry the daemon started to learn the server.
     const answers: string[] = [];
     const refusals: string[] = [];
     for (let i = 0; i < 64; i++) {
-      const answer = await h.request({ method: 'POST', url: '/mcp/remote', token: ALICE, headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH }, payload: initializeBody() });
-      if (answer.statusCode === 200) answers.push('ok');
+      const id = await openRawSession(base, '/mcp/remote', ALICE);
+      const call = await raw(base, {
+        path: '/mcp/remote',
+        headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-session-id': id, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'started' } } },
+      });
+      const [answer] = messagesOf(call) as { result?: unknown; error?: { message: string; data?: { code?: string } } }[];
+      if (answer?.result !== undefined) answers.push('ok');
       else {
-        const { error } = answer.json<{ error: { message: string; data: { code: string } } }>();
-        answers.push(error.data.code);
-        refusals.push(error.message);
+        answers.push(String(answer?.error?.data?.code));
+        refusals.push(String(answer?.error?.message));
       }
     }
     expect(answers.filter((answer) => answer === 'ok'), answers.join(' ')).toHaveLength(16);

@@ -113,15 +113,18 @@ describe('daemon sharing defaults', { timeout: 120_000 }, () => {
     const s = await status();
     const thinking = s.servers.find((server) => server.name === 'thinking')!;
     expect(thinking.entryCount).toBe(2);
-    // alice: two REST sessions and one /mcp session; bob: one REST session and two /mcp sessions.
+    // A REST session holds every server it names; a /mcp session only those it used (servers
+    // start on first use). alice: two REST sessions and one /mcp session that called thinking;
+    // bob: one REST session and two /mcp sessions, one of which called thinking.
     expect(thinking.entrySummary.map(({ refs, sharing }) => ({ refs, sharing }))).toEqual([
       { refs: 3, sharing: 'per-principal' },
-      { refs: 3, sharing: 'per-principal' },
+      { refs: 2, sharing: 'per-principal' },
     ]);
     const labels = thinking.entrySummary.map((entry) => entry.ownerLabel);
     expect(labels.every((label) => /^[0-9a-f]{12}$/.test(label ?? ''))).toBe(true);
     expect(new Set(labels).size).toBe(2);
-    expect(s.servers.find((server) => server.name === 'open')!.entrySummary).toEqual([{ entryIndex: 0, refs: 6, status: 'active', sharing: 'shared', era: 'legacy' }]);
+    // open: the three REST sessions and bob's /mcp session that called it.
+    expect(s.servers.find((server) => server.name === 'open')!.entrySummary).toEqual([{ entryIndex: 0, refs: 4, status: 'active', sharing: 'shared', era: 'legacy' }]);
     expect(s.budget).toMatchObject({ liveCount: 3, bySharing: { shared: 1, 'per-principal': 2, 'per-session': 0 } });
 
     const shown = JSON.stringify(s);

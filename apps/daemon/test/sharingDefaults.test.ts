@@ -77,7 +77,7 @@ async function client(base: string, token: string): Promise<Client> {
 const status = async (harnessed: Harness): Promise<WorkspaceMcpStatus> => (await harnessed.request({ method: 'GET', url: '/workspace/mcp' })).json<WorkspaceMcpStatus>();
 
 describe('per-client tokens and a server that holds no client’s state', () => {
-  it('the README’s clients example: the operator’s warm hold, ide and cli use one server-memory process', { timeout: 180_000 }, async () => {
+  it('the README’s clients example: the operator’s first start, ide and cli use one server-memory process', { timeout: 180_000 }, async () => {
     const mark = marker('sharing-memory');
     const memoryFile = join(tmpdir(), `mcpool-memory-${randomUUID()}.json`);
     const { h: daemon, base } = await daemonWith({ memory: { command: process.execPath, args: [MEMORY, mark], env: { MEMORY_FILE_PATH: memoryFile } } }, [mark]);
@@ -88,13 +88,15 @@ describe('per-client tokens and a server that holds no client’s state', () => 
     expect(JSON.stringify(graph.content)).toContain('one process');
     expect(pidsWithMarker(mark)).toHaveLength(1);
     const memory = (await status(daemon)).servers.find((server) => server.name === 'memory')!;
-    expect(memory.entrySummary).toEqual([expect.objectContaining({ sharing: 'shared', refs: 3 })]);
+    // The daemon's one start to learn its catalog, then ide's and cli's sessions: one entry, held by the two.
+    expect(memory.entrySummary).toEqual([expect.objectContaining({ sharing: 'shared', refs: 2 })]);
     expect(memory.sharing).toEqual({ policy: 'shared', reason: 'server-memory keeps its graph in its file and reads it on every call' });
   });
 
   it('a server whose tools all declare readOnlyHint is shared once its first start listed them: the warm hold moves to the shared entry', { timeout: 180_000 }, async () => {
     const mark = marker('sharing-readonly');
-    const { h: daemon, base } = await daemonWith({ docs: fixtureConfig('readOnlyTools.mjs', mark) }, [mark], { drainDelayMs: 200 });
+    // About the warm hold: it holds servers that start with the daemon (`start: "eager"`).
+    const { h: daemon, base } = await daemonWith({ docs: fixtureConfig('readOnlyTools.mjs', mark) }, [mark], { start: 'eager', drainDelayMs: 200 });
     // The first start (the warm hold's, as nothing was known) was per-client; once its tools were listed, the hold moved.
     await expect.poll(async () => (await status(daemon)).servers[0]!.entrySummary.map((entry) => entry.sharing), { timeout: 60_000 }).toEqual(['shared']);
     const pids = await Promise.all([IDE, CLI, daemon.token].map(async (token) => pidFromResult(await (await client(base, token)).callTool({ name: 'docs__pid', arguments: {} }))));
@@ -107,7 +109,8 @@ describe('per-client tokens and a server that holds no client’s state', () => 
 describe('the warm hold of a per-client server', () => {
   it('keeps one entry for whoever uses it: it moves from the operator’s to ide’s, stays when ide leaves, then moves to cli’s', { timeout: 180_000 }, async () => {
     const mark = marker('sharing-follow');
-    const { h: daemon, base } = await daemonWith({ notes: fixtureConfig('echo.mjs', mark) }, [mark], { drainDelayMs: 200 });
+    // About the warm hold: it holds servers that start with the daemon (`start: "eager"`).
+    const { h: daemon, base } = await daemonWith({ notes: fixtureConfig('echo.mjs', mark) }, [mark], { start: 'eager', drainDelayMs: 200 });
     const entries = async () => (await status(daemon)).servers[0]!.entrySummary;
     expect(await entries()).toEqual([expect.objectContaining({ sharing: 'per-principal', refs: 1 })]);
     const operatorPid = pidsWithMarker(mark)[0]!;

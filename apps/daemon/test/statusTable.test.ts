@@ -15,7 +15,8 @@ let h: Harness;
 let base: string;
 
 beforeAll(async () => {
-  h = await harness({ mcpServers: { memroy: fixtureConfig('npmNotFound.mjs', mark), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) } }, { marks: [mark] });
+  // Servers that start with the daemon (`start: "eager"`): the good one's row is a running, held entry.
+  h = await harness({ mcpServers: { memroy: fixtureConfig('npmNotFound.mjs', mark), echo: fixtureConfig('echo.mjs', mark, { sharing: 'shared' }) }, daemon: { start: 'eager' } }, { marks: [mark] });
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
 }, 120_000);

@@ -10,7 +10,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { DaemonEventPayload } from '@mcpool/client';
-import { FIXTURES, fixtureConfig, marker, pidsWithMarker } from '../../../test/helpers/processes.js';
+import { FIXTURES, fixtureConfig, marker, pidsWithMarker, textOf } from '../../../test/helpers/processes.js';
 import { harness, type Harness } from './helpers.js';
 import { connectClient, modernRequest, openListen, raw, responseOf, ACCEPT_BOTH, initializeBody, type OpenStream } from './gatewayHelpers.js';
 
@@ -49,7 +49,8 @@ describe('an unset variable makes one server unavailable, never the daemon', () 
     // 1. The daemon started; the server is unavailable with its typed reason, and nothing of it runs.
     const status = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<{ ready: boolean; servers: { name: string; status: string; configured: boolean; lastError?: { code: string; message: string } }[] }>();
     expect(status.ready).toBe(true);
-    expect(status.servers.map((s) => [s.name, s.status])).toEqual([['gh', 'unavailable'], ['one', 'active'], ['two', 'active']]);
+    expect(status.servers.map((s) => s.name)).toEqual(['gh', 'one', 'two']);
+    expect(status.servers[0]!.status).toBe('unavailable');
     expect(status.servers[0]).toMatchObject({ configured: true, lastError: { code: 'MCPOOL_CONFIG_VARIABLE_UNSET', message: `environment variable ${UNSET} is not set (mcpServers.gh.env.GITHUB_PERSONAL_ACCESS_TOKEN needs it)` } });
     expect(pidsWithMarker(gh)).toEqual([]);
     expect((await h.request({ method: 'GET', url: '/readyz' })).json()).toEqual({ ready: true, servers: { total: 2, ready: 2, failed: 0, unavailable: 1 } });
@@ -65,6 +66,10 @@ describe('an unset variable makes one server unavailable, never the daemon', () 
     expect(legacyBefore.some((name) => name.startsWith('one__'))).toBe(true);
     expect(legacyBefore.some((name) => name.startsWith('two__'))).toBe(true);
     expect(legacyBefore.some((name) => name.startsWith('gh__'))).toBe(false);
+    // Servers start on first use: a call of each runs it.
+    for (const server of ['one', 'two']) expect(textOf(await client.callTool({ name: `${server}__echo`, arguments: { text: server } }))).toBe(server);
+    const running = (await h.request({ method: 'GET', url: '/workspace/mcp' })).json<{ servers: { name: string; status: string }[] }>();
+    expect(running.servers.map((s) => [s.name, s.status])).toEqual([['gh', 'unavailable'], ['one', 'active'], ['two', 'active']]);
     const target = { base, token: h.token };
     const listen: OpenStream = openListen(target, { toolsListChanged: true });
     closers.push(() => listen.close());
@@ -85,6 +90,7 @@ describe('an unset variable makes one server unavailable, never the daemon', () 
     const legacyAfter = toolNames(await client.listTools());
     expect(legacyAfter.filter((name) => name.startsWith('gh__'))).toEqual(legacyBefore.filter((name) => name.startsWith('one__')).map((name) => name.replace('one__', 'gh__')));
     expect(toolNames(responseOf(await modernRequest(target, 'tools/list')).result)).toEqual(legacyAfter);
+    expect(textOf(await client.callTool({ name: 'gh__echo', arguments: { text: 'gh' } }))).toBe('gh');
     expect(pidsWithMarker(gh)).toHaveLength(1);
   });
 });
@@ -93,11 +99,13 @@ describe('reload applies per server', () => {
   it('the valid servers of a file with bad ones are applied; a running server whose entry broke keeps running; the file as a whole is refused only when it cannot be read', { timeout: 120_000 }, async () => {
     const [echo, fresh] = [marker('reload-echo'), marker('reload-fresh')];
     const good = { echo: fixtureConfig('echo.mjs', echo, { sharing: 'shared' }) };
-    const { h } = await listening({ mcpServers: good }, [echo, fresh]);
+    // About servers that run and are held across a reload: they start with the daemon (`start: "eager"`).
+    const { h } = await listening({ mcpServers: good, daemon: { start: 'eager' } }, [echo, fresh]);
     const before = pidsWithMarker(echo);
     expect(before).toHaveLength(1);
 
     h.writeConfig({
+      daemon: { start: 'eager' },
       mcpServers: {
         // A typo in the running server: it keeps its last good config.
         echo: { ...good.echo, arg: ['x'] },

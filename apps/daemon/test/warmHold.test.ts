@@ -13,6 +13,9 @@ const CRASHABLE = new URL('../../../test/fixtures/workers/crashableWorker.mjs', 
 const crashes = new BroadcastChannel('mcpool-test-crash');
 crashes.unref();
 
+// The warm hold holds eager servers only (`start: "eager"`; the default starts them on first use).
+const EAGER = { start: 'eager' };
+
 let h: Harness | undefined;
 afterEach(async () => {
   await h?.close();
@@ -27,7 +30,7 @@ async function echoCell(): Promise<WorkspaceMcpServer> {
 describe('the warm hold', () => {
   it('goes onto the entry the pool brings back after the heartbeat ended its actor', async () => {
     const mark = marker('warmbusy');
-    h = await harness({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) } }, { marks: [mark], poolOptions: { actorHost: { workerUrl: CRASHABLE }, heartbeatTimeoutMs: 1000 } });
+    h = await harness({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) }, daemon: EAGER }, { marks: [mark], poolOptions: { actorHost: { workerUrl: CRASHABLE }, heartbeatTimeoutMs: 1000 } });
     expect((await echoCell()).entrySummary).toMatchObject([{ entryIndex: 0, refs: 1, status: 'active' }]);
     crashes.postMessage({ serverName: 'echo', kind: 'busy', sentAt: Date.now() });
     // A spinning thread is ended after 1 s of its own CPU time: many seconds of wall time on a loaded machine.
@@ -36,7 +39,7 @@ describe('the warm hold', () => {
 
   it('is restored by a REST restart after the restart intensity tripped', async () => {
     const mark = marker('warmtrip');
-    h = await harness({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) } }, { marks: [mark], poolOptions: { restartIntensity: { maxRestarts: 1, periodMs: 120_000 } } });
+    h = await harness({ mcpServers: { echo: fixtureConfig('echo.mjs', mark) }, daemon: EAGER }, { marks: [mark], poolOptions: { restartIntensity: { maxRestarts: 1, periodMs: 120_000 } } });
     // 1. Two transport losses in the period (each after the reconnect settled): the key trips and stays failed.
     const seen: string[] = [];
     h.daemon.events.subscribe((event) => seen.push(event.payload.type));

@@ -96,7 +96,7 @@ export interface DaemonSettings {
   /**
    * When configured servers start: `lazy`, on first use (a server with a catalog is listed to
    * sessions from it and started by the first request that needs it; one without is started once
-   * to learn it); `eager`, at daemon start. A server's own `start` wins. @default 'eager'
+   * to learn it); `eager`, at daemon start. A server's own `start` wins. @default 'lazy'
    */
   start: StartMode;
   /**
@@ -254,7 +254,7 @@ export const DEFAULT_SETTINGS: Readonly<DaemonSettings> = Object.freeze<DaemonSe
   allowedOrigins: [],
   bodyLimitBytes: 256 * 1024,
   keepWarm: true,
-  start: 'eager',
+  start: 'lazy',
   idleStopMs: 300_000,
   heartbeatMs: 15_000,
   logLevel: 'info',

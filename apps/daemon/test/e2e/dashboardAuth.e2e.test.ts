@@ -2,7 +2,8 @@
  * The dashboard's "Authorize" button in headless Chromium, against a daemon whose remote server
  * answers 401: the row shows `auth_required` and the button; clicking it opens the authorization
  * server's page in a new tab, where the user signs in and consents (oidc-provider's own forms);
- * the browser lands on the daemon's loopback redirect, and the row turns active.
+ * the browser lands on the daemon's loopback redirect, the row leaves `auth_required`, and it is
+ * active once a session uses the server (servers start on first use).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -43,6 +44,8 @@ describe('the dashboard', () => {
       await as.locator('button[type="submit"]').first().click();
       await as.locator('button[type="submit"]', { hasText: /continue/i }).first().click();
       await as.locator('body', { hasText: 'remote is authorized' }).waitFor({ timeout: 60_000 });
+      await row.locator('.status', { hasText: 'auth_required' }).first().waitFor({ state: 'detached', timeout: 60_000 });
+      expect((await s.h.request({ method: 'POST', url: '/sessions', payload: { servers: ['remote'] } })).json()).toMatchObject({ servers: [{ name: 'remote', status: 'connected' }] });
       await row.locator('.status', { hasText: 'active' }).first().waitFor({ timeout: 60_000 });
       expect(s.events).toContainEqual({ type: 'auth_completed', serverName: 'remote' });
     } finally {

@@ -131,9 +131,11 @@ describe('/mcp on the real daemon', () => {
     expect(pidsWithMarker(mark)).toEqual([after]);
   });
 
-  it('every open session holds one ref; DELETE gives it back', async () => {
+  it('every open session holds one ref from its first use; DELETE gives it back', async () => {
     const held = await echoRefs();
     const { client, transport } = await connectClient(`${daemon.url}/mcp/echo`, BOB);
+    // Servers start on first use: the call is what takes the session's ref.
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ref' } }))).toBe('ref');
     expect(await echoRefs()).toBe(held + 1);
     await transport.terminateSession();
     await client.close();

@@ -25,7 +25,10 @@ const echoRefs = async (): Promise<number> => {
 beforeAll(async () => {
   daemon = await startDaemon({
     mcpServers: { echo: { command: process.execPath, args: [`${FIXTURES}echo.mjs`, mark] } },
-    daemon: { port: 0, watchConfig: false, mcpSessionTtlMs: TTL_MS },
+    // Servers that start with the daemon (`start: "eager"`): a session that only initialized holds
+    // a ref on each (with the default, lazy start, it holds none until it uses one), and the warm
+    // hold keeps the one process up while they come and go.
+    daemon: { port: 0, watchConfig: false, start: 'eager', mcpSessionTtlMs: TTL_MS },
   });
   rest = new McpoolClient({ baseUrl: daemon.url, token: daemon.token });
 }, 60_000);

@@ -49,7 +49,9 @@ function config(echoFlavour: string): Record<string, unknown> {
       files: { command: process.execPath, args: [binOf('@modelcontextprotocol/server-filesystem'), join(dir, 'files'), mark] },
       echo: { command: process.execPath, args: [join(FIXTURES, 'echo.mjs'), mark], env: { FLAVOUR: echoFlavour, CANARY } },
     },
-    daemon: { port: 0, drainDelayMs: 300, clients: [{ id: 'viewer', tokenEnv: 'E2E_VIEWER_TOKEN', rights: ['read'] }] },
+    // Every server warm from the start, held across reloads: servers that start with the daemon
+    // (`start: "eager"`; the default starts them on first use, see lazyStart.e2e.test.ts).
+    daemon: { port: 0, start: 'eager', drainDelayMs: 300, clients: [{ id: 'viewer', tokenEnv: 'E2E_VIEWER_TOKEN', rights: ['read'] }] },
   };
 }
 
