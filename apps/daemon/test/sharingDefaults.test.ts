@@ -140,7 +140,8 @@ describe('the warm hold of a per-client server', () => {
     // per-session whatever the policy: moving the hold to "a shared entry" would open another
     // per-session one, again and again.
     remote = await startHttpModernServer();
-    const { h: daemon } = await daemonWith({ remote: { type: 'http', url: remote.url } }, []);
+    // About the warm hold: it holds servers that start with the daemon (`start: "eager"`).
+    const { h: daemon } = await daemonWith({ remote: { type: 'http', url: remote.url } }, [], { start: 'eager' });
     const before = (await status(daemon)).servers[0]!.entrySummary;
     expect(before).toEqual([expect.objectContaining({ sharing: 'per-session', refs: 1 })]);
     // A reload runs after every move of the hold its warm start queued.

@@ -69,6 +69,9 @@ afterAll(async () => {
 
 describe('the pool model', () => {
   it('reads each server with its tools; every window gets the same version; a server that cannot start is shown with its error', async () => {
+    // Servers start on first use: a session that uses echo makes it the one running server.
+    const held = await fetch(`${daemon.url}/sessions`, { method: 'POST', headers: { ...daemon.auth, 'content-type': 'application/json' }, body: JSON.stringify({ servers: ['echo'] }) });
+    expect(held.status).toBe(201);
     const first = model();
     first.start();
     await first.ready();

@@ -91,7 +91,7 @@ export interface DaemonSettings {
   allowedOrigins: string[];
   /** Largest request body. @default 262144 */
   bodyLimitBytes: number;
-  /** Hold one reference on each configured server so it stays up with no session. @default true */
+  /** Hold one reference on each eager server (`start: 'eager'`) so it stays up with no session. @default true */
   keepWarm: boolean;
   /**
    * When configured servers start: `lazy`, on first use (a server with a catalog is listed to
