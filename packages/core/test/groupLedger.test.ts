@@ -344,30 +344,45 @@ describe('the ledger a pool keeps', () => {
     const dir = newStateDir();
     const mark = newMark('crashed');
     // 1. A separate process runs a pool (from a script file: workers inherit the host's flags) and
-    //    is killed without any chance to clean up; its detached server survives it.
+    //    is killed without any chance to clean up. Its server keeps running after its stdin ends
+    //    (a well-behaved one would exit then, on its own, and prove nothing here).
     const script = join(dir, 'crashingHost.mjs');
     writeFileSync(
       script,
       [
         `import { McpTransportPool } from ${JSON.stringify(pathToFileURL(join(ROOT, 'packages/core/dist/index.js')).href)};`,
         `const pool = new McpTransportPool({ stateDir: ${JSON.stringify(dir)} });`,
-        `const view = await pool.acquire('echo', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'echo.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
-        `process.stdout.write(JSON.parse((await view.callTool('pid')).content[0].text).pid + '\\n');`,
+        `const view = await pool.acquire('stubborn', { command: process.execPath, args: [${JSON.stringify(FIXTURES + 'sigtermIgnoring.mjs')}, ${JSON.stringify(mark)}] }, 's1');`,
+        `await view.callTool('echo', { text: 'up' });`,
+        `process.stdout.write('ready\\n');`,
         `setInterval(() => {}, 1e9);`,
       ].join('\n'),
     );
     const host = track(spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] }));
-    const serverPid = await new Promise<number>((resolve, reject) => {
-      host.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    await new Promise<void>((resolve, reject) => {
+      host.stdout!.once('data', () => resolve());
       host.once('exit', () => reject(new Error('the host exited before reporting its server')));
+    });
+    const [serverPid] = pidsWithMarker(mark);
+    expect(serverPid).toBeDefined();
+    // Should the reap fail, the stubborn server is still ended (it ignores SIGTERM).
+    onTeardown.push(() => {
+      try {
+        process.kill(serverPid!, 'SIGKILL');
+      } catch {
+        // reaped, as it should be
+      }
     });
     host.kill('SIGKILL');
     await exitOf(host);
-    expect(isRunning(serverPid)).toBe(true);
+    expect(isRunning(serverPid!)).toBe(true);
 
     // 2. The next pool on the same state dir reaps it.
     newPool({ stateDir: dir });
-    await vi.waitFor(() => expect(isRunning(serverPid)).toBe(false), WAIT);
-    expect(readdirSync(dir).filter((name) => name.startsWith('pool-') && name.endsWith('.json'))).toEqual(ownLedgers(dir).map((path) => path.slice(dir.length + 1)));
+    // The dead pool's ledger goes with the kill (one reap); waited for together.
+    await vi.waitFor(() => {
+      expect(isRunning(serverPid!)).toBe(false);
+      expect(readdirSync(dir).filter((name) => name.startsWith('pool-') && name.endsWith('.json'))).toEqual(ownLedgers(dir).map((path) => path.slice(dir.length + 1)));
+    }, WAIT);
   });
 });

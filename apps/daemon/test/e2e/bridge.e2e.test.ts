@@ -94,7 +94,7 @@ describe('mcpool bridge (real process)', () => {
     expect(b.logged('re-initialized')).toHaveLength(1);
   });
 
-  it('stdin EOF: DELETEs its session and exits 0 within a second', async () => {
+  it('stdin EOF: DELETEs its session and exits 0 promptly (its DELETE is bounded to 400 ms)', async () => {
     const b = bridge(['--url', server.url, '--token-file', tokenFile]);
     b.send(initialize());
     await b.waitForMessage((m) => m.id === 'init');
@@ -106,12 +106,13 @@ describe('mcpool bridge (real process)', () => {
     b.child.stdin!.end();
     const exit = await b.exited;
     expect(exit.code).toBe(0);
-    expect(exit.at - closedAt).toBeLessThanOrEqual(1000);
+    // Under the 5 s a wait on the daemon would take (a keep-alive, a request timeout), and generous for a loaded machine.
+    expect(exit.at - closedAt).toBeLessThanOrEqual(3000);
     expect(server.seen.filter((seen) => seen.method === 'DELETE').map((seen) => seen.status)).toEqual([200]);
     expect(server.sessions()).toEqual([]);
   });
 
-  it('SIGTERM: DELETEs its session and exits 0 within a second', async () => {
+  it('SIGTERM: DELETEs its session and exits 0 promptly (its DELETE is bounded to 400 ms)', async () => {
     const b = bridge(['--url', server.url, '--token-file', tokenFile]);
     b.send(initialize());
     await b.waitForMessage((m) => m.id === 'init');
@@ -119,7 +120,7 @@ describe('mcpool bridge (real process)', () => {
     b.child.kill('SIGTERM');
     const exit = await b.exited;
     expect(exit.code).toBe(0);
-    expect(exit.at - signalledAt).toBeLessThanOrEqual(1000);
+    expect(exit.at - signalledAt).toBeLessThanOrEqual(3000);
     expect(server.seen.filter((seen) => seen.method === 'DELETE')).toHaveLength(1);
     expect(server.sessions()).toEqual([]);
   });
