@@ -182,7 +182,9 @@ describe.skipIf(setup === undefined)(`VS Code windows share the pool (${setup ==
     mkdirSync(probeDir(), { recursive: true });
     for (const folder of ['alpha', 'beta', 'gamma']) mkdirSync(join(dir, folder));
     expect(existsSync(VSIX), `${VSIX} (npm run build builds it)`).toBe(true);
-    daemon = await startDaemonProcess('vscode-e2e', markEcho, { echo: fixtureConfig('echo.mjs', markEcho), echo2: fixtureConfig('echo.mjs', markEcho2) });
+    // Eager: both servers run before any window uses them, so "one process per server" holds for
+    // echo2 too, which no window calls (a lazy server would start only on its first call).
+    daemon = await startDaemonProcess('vscode-e2e', markEcho, { echo: fixtureConfig('echo.mjs', markEcho, { start: 'eager' }), echo2: fixtureConfig('echo.mjs', markEcho2, { start: 'eager' }) });
     browser = await launchChromium();
   }, 600_000);
 
@@ -268,8 +270,9 @@ describe.skipIf(setup === undefined)(`VS Code windows share the pool (${setup ==
 
     // 5. beta's extension host dies without deactivating: its sessions stay until a window ends them.
     const betaHost = Number(/^vscode\/(\d+)\//.exec(betaLabel)![1]);
-    await beta.close();
+    // Killed before its window closes: a closing window may let the host deactivate first.
     process.kill(betaHost, 'SIGKILL');
+    await beta.close();
     expect((await vscodeSessions()).map((session) => session.label)).toEqual([betaLabel, betaLabel]);
     const gamma = await openWindow(join(dir, 'gamma'));
     await vi.waitFor(async () => expect(await vscodeSessions()).toEqual([]), { timeout: 120_000, interval: 500 });
