@@ -114,7 +114,12 @@ describe('a churn of actor deaths and server kills', () => {
 
     for (const [round, kind] of kinds.entries()) {
       const pid = pidFromResult(await view.callTool('pid'));
-      const inFlight = view.callTool('slow', { ms: 60_000 }).catch((error: unknown) => error);
+      // In flight for certain once the server reported progress: a crash before the call left
+      // the view refuses it as not connected instead, which is not what this round checks.
+      let progressed!: () => void;
+      const working = new Promise<void>((resolve) => (progressed = resolve));
+      const inFlight = view.callTool('slow', { ms: 60_000, steps: 600 }, { onProgress: () => progressed() }).catch((error: unknown) => error);
+      await working;
       const back = new Promise<void>((resolve) => {
         const off = view.on('reconnected', () => (off(), resolve()));
       });
